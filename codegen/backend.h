@@ -1,0 +1,23 @@
+// The interface every backend implements: run the steps of a plan, leaving each step's node
+// computed (result set, inputs dropped) and releasing intermediates as the plan says.
+#pragma once
+#include "fusion/plan.h"
+
+namespace kiln::codegen {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual void execute(const fusion::Plan& plan) = 0;
+};
+
+// The reference interpreter: one node at a time, in float64 arithmetic (int64 and bool exactly),
+// rounded to each node's dtype. It is the oracle every other backend is checked against.
+Backend& interpreter();
+
+// The backend chosen by KILN_BACKEND (the interpreter until compiled backends exist).
+Backend& current_backend();
+inline void execute(const fusion::Plan& plan) { current_backend().execute(plan); }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,371 @@
+// The reference interpreter. Every value passes through float64 (exact for bool and for int64
+// below 2^53), which keeps the code one loop per op kind; each result is rounded to its dtype.
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "codegen/backend.h"
+#include "runtime/error.h"
+#include "runtime/stats.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::Node;
+using ir::Op;
+using ir::Operand;
+using Values = std::vector<double>;
+
+double load(const void* base, ScalarType t, int64_t i) {
+  switch (t) {
+    case kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
+    case kLong: return double(static_cast<const int64_t*>(base)[i]);
+    case kFloat: return static_cast<const float*>(base)[i];
+    case kDouble: return static_cast<const double*>(base)[i];
+  }
+  return 0;
+}
+
+// Calls f(flat offset) for each element of a strided view, in row-major order of its sizes.
+template <typename F>
+void for_each_offset(const Shape& sizes, const Shape& strides, int64_t offset, F&& f) {
+  const int rank = int(sizes.size());
+  if (numel_of(sizes) == 0) return;
+  if (rank == 0) return f(offset);
+  std::vector<int64_t> idx(rank, 0);
+  const int64_t inner = sizes[rank - 1], inner_stride = strides[rank - 1];
+  int64_t base = offset;
+  while (true) {
+    for (int64_t i = 0; i < inner; ++i) f(base + i * inner_stride);
+    int d = rank - 2;
+    for (; d >= 0; --d) {
+      base += strides[d];
+      if (++idx[d] < sizes[d]) break;
+      base -= strides[d] * sizes[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+Values read(const Operand& o) {
+  const Node& src = *o.node;
+  KILN_CHECK(src.computed(), "interpreter: input ", ir::op_name(src.op), " not computed");
+  Values v;
+  v.reserve(numel_of(o.view.sizes));
+  const void* base = src.result->data();
+  for_each_offset(o.view.sizes, o.view.strides, o.view.offset,
+                  [&](int64_t off) { v.push_back(load(base, src.dtype, off)); });
+  return v;
+}
+
+void store(Node& n, const Values& v) {
+  n.result = make_buffer(n.numel() * element_size(n.dtype));
+  void* out = n.result->data();
+  const int64_t count = n.numel();
+  switch (n.dtype) {
+    case kBool:
+      for (int64_t i = 0; i < count; ++i) static_cast<uint8_t*>(out)[i] = v[i] != 0;
+      break;
+    case kLong:
+      for (int64_t i = 0; i < count; ++i) static_cast<int64_t*>(out)[i] = int64_t(v[i]);
+      break;
+    case kFloat:
+      for (int64_t i = 0; i < count; ++i) static_cast<float*>(out)[i] = float(v[i]);
+      break;
+    case kDouble: std::memcpy(out, v.data(), count * sizeof(double)); break;
+  }
+}
+
+double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
+
+double unary(Op op, double x) {
+  switch (op) {
+    case Op::Copy:
+    case Op::Cast: return x;
+    case Op::Neg: return -x;
+    case Op::Exp: return std::exp(x);
+    case Op::Log: return std::log(x);
+    case Op::Log1p: return std::log1p(x);
+    case Op::Sin: return std::sin(x);
+    case Op::Cos: return std::cos(x);
+    case Op::Sqrt: return std::sqrt(x);
+    case Op::Recip: return 1.0 / x;
+    case Op::Abs: return std::fabs(x);
+    case Op::Sign: return sign(x);
+    case Op::Tanh: return std::tanh(x);
+    case Op::Erf: return std::erf(x);
+    case Op::Not: return x == 0 ? 1.0 : 0.0;
+    default: break;
+  }
+  throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not unary"));
+}
+
+double binary(Op op, double a, double b, ScalarType t) {
+  switch (op) {
+    case Op::Add: return a + b;
+    case Op::Sub: return a - b;
+    case Op::Mul: return a * b;
+    case Op::Div:
+      if (t == kLong) return b == 0 ? 0 : std::trunc(a / b);
+      return a / b;
+    case Op::Pow: return std::pow(a, b);
+    case Op::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case Op::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    default: break;
+  }
+  throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not binary"));
+}
+
+// Element strides of `shape` with the axes in `axes` zeroed: maps an input index to its output.
+Shape reduced_strides(const Shape& shape, const std::vector<int64_t>& axes) {
+  Shape out_shape = shape;
+  for (auto a : axes) out_shape[a] = 1;
+  Shape st = contiguous_strides(out_shape);
+  for (auto a : axes) st[a] = 0;
+  return st;
+}
+
+void reduce(Node& n) {
+  const Operand& in = n.inputs[0];
+  Values x = read(in);
+  double init = 0;
+  switch (n.op) {
+    case Op::Sum: init = 0; break;
+    case Op::Prod: init = 1; break;
+    case Op::ReduceMax: init = -std::numeric_limits<double>::infinity(); break;
+    case Op::ReduceMin: init = std::numeric_limits<double>::infinity(); break;
+    default: break;
+  }
+  Values out(n.numel(), init);
+  Shape st = reduced_strides(in.view.sizes, n.ints);
+  int64_t i = 0;
+  for_each_offset(in.view.sizes, st, 0, [&](int64_t o) {
+    double v = x[i++];
+    double& acc = out[o];
+    switch (n.op) {
+      case Op::Sum: acc += v; break;
+      case Op::Prod: acc *= v; break;
+      case Op::ReduceMax: acc = (std::isnan(v) || v > acc) ? v : acc; break;
+      case Op::ReduceMin: acc = (std::isnan(v) || v < acc) ? v : acc; break;
+      default: break;
+    }
+  });
+  store(n, out);
+}
+
+void arg_reduce(Node& n) {
+  const Operand& in = n.inputs[0];
+  Values x = read(in);
+  const int64_t axis = n.ints[0];
+  Values best(n.numel(), NAN), out(n.numel(), 0);
+  Shape st = reduced_strides(in.view.sizes, {axis});
+  const int64_t axis_stride = contiguous_strides(in.view.sizes)[axis];
+  const int64_t axis_size = in.view.sizes[axis];
+  int64_t i = 0;
+  const bool want_max = n.op == Op::ArgMax;
+  for_each_offset(in.view.sizes, st, 0, [&](int64_t o) {
+    double v = x[i];
+    int64_t pos = (i / axis_stride) % axis_size;
+    ++i;
+    double& b = best[o];
+    bool take = pos == 0 || (!std::isnan(b) && (std::isnan(v) || (want_max ? v > b : v < b)));
+    if (take) {
+      b = v;
+      out[o] = double(pos);
+    }
+  });
+  store(n, out);
+}
+
+void matmul(Node& n) {
+  const Shape& a = n.inputs[0].view.sizes;  // [B, M, K]
+  const int64_t B = a[0], M = a[1], K = a[2], N = n.shape[2];
+  Values x = read(n.inputs[0]), y = read(n.inputs[1]);
+  if (n.dtype == kFloat) {
+    std::vector<float> xf(x.begin(), x.end()), yf(y.begin(), y.end()), of(B * M * N);
+    for (int64_t b = 0; b < B; ++b)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, xf.data() + b * M * K,
+                  K, yf.data() + b * K * N, N, 0.0f, of.data() + b * M * N, N);
+    n.result = make_buffer(of.size() * sizeof(float));
+    std::memcpy(n.result->data(), of.data(), of.size() * sizeof(float));
+    return;
+  }
+  Values out(B * M * N, 0.0);
+  if (K > 0)
+    for (int64_t b = 0; b < B; ++b)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, x.data() + b * M * K, K,
+                  y.data() + b * K * N, N, 0.0, out.data() + b * M * N, N);
+  store(n, out);
+}
+
+// Splits a shape around `dim` into (outer, dim size, inner) extents.
+struct Around {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+Around around(const Shape& s, int64_t dim) {
+  Around r;
+  for (int64_t d = 0; d < int64_t(s.size()); ++d) (d < dim ? r.outer : d == dim ? r.size : r.inner) *= s[d];
+  return r;
+}
+
+int64_t checked_index(double v, int64_t size, const char* op) {
+  int64_t i = int64_t(v);
+  if (i < 0) i += size;
+  KILN_CHECK(i >= 0 && i < size, op, ": index ", int64_t(v), " is out of bounds for size ", size);
+  return i;
+}
+
+void gather_family(Node& n) {
+  const int64_t dim = n.ints[0];
+  switch (n.op) {
+    case Op::IndexSelect: {
+      Values x = read(n.inputs[0]), idx = read(n.inputs[1]);
+      Around in = around(n.inputs[0].view.sizes, dim);
+      Values out(n.numel());
+      const int64_t count = int64_t(idx.size());
+      for (int64_t o = 0; o < in.outer; ++o)
+        for (int64_t j = 0; j < count; ++j) {
+          int64_t src = checked_index(idx[j], in.size, "index_select");
+          for (int64_t k = 0; k < in.inner; ++k)
+            out[(o * count + j) * in.inner + k] = x[(o * in.size + src) * in.inner + k];
+        }
+      return store(n, out);
+    }
+    case Op::IndexAdd: {
+      Values out = read(n.inputs[0]), idx = read(n.inputs[1]), src = read(n.inputs[2]);
+      Around base = around(n.shape, dim);
+      const int64_t count = int64_t(idx.size());
+      for (int64_t o = 0; o < base.outer; ++o)
+        for (int64_t j = 0; j < count; ++j) {
+          int64_t dst = checked_index(idx[j], base.size, "index_add");
+          for (int64_t k = 0; k < base.inner; ++k)
+            out[(o * base.size + dst) * base.inner + k] += src[(o * count + j) * base.inner + k];
+        }
+      return store(n, out);
+    }
+    case Op::Gather:
+    case Op::ScatterAdd: {
+      // Gather: out[i] = self[i with i[dim] = index[i]]; ScatterAdd is its transpose.
+      const bool gather = n.op == Op::Gather;
+      const Operand& index_op = n.inputs[1];
+      Values idx = read(index_op);
+      const Shape& self_shape = gather ? n.inputs[0].view.sizes : n.shape;
+      Shape self_strides = contiguous_strides(self_shape);
+      Values self = read(n.inputs[0]);
+      Values src = gather ? Values() : read(n.inputs[2]);
+      Values out = gather ? Values(n.numel()) : self;
+      const int64_t dim_size = self_shape[dim];
+      Shape walk = contiguous_strides(self_shape);  // self position of index element, minus dim
+      walk[dim] = 0;
+      int64_t i = 0;
+      for_each_offset(index_op.view.sizes, walk, 0, [&](int64_t pos) {
+        int64_t at = pos + checked_index(idx[i], dim_size, gather ? "gather" : "scatter_add") * self_strides[dim];
+        if (gather)
+          out[i] = self[at];
+        else
+          out[at] += src[i];
+        ++i;
+      });
+      return store(n, out);
+    }
+    default: break;
+  }
+}
+
+void cat(Node& n) {
+  const int64_t dim = n.ints[0];
+  Around out = around(n.shape, dim);
+  Values result(n.numel());
+  int64_t start = 0;
+  for (const Operand& in : n.inputs) {
+    Values x = read(in);
+    const int64_t len = in.view.sizes[dim];
+    for (int64_t o = 0; o < out.outer; ++o)
+      for (int64_t j = 0; j < len; ++j)
+        for (int64_t k = 0; k < out.inner; ++k)
+          result[(o * out.size + start + j) * out.inner + k] = x[(o * len + j) * out.inner + k];
+    start += len;
+  }
+  store(n, result);
+}
+
+void write_view(Node& n) {
+  Values out = read(n.inputs[0]), value = read(n.inputs[1]);
+  const size_t rank = (n.ints.size() - 1) / 2;
+  Shape sizes(n.ints.begin(), n.ints.begin() + rank);
+  Shape strides(n.ints.begin() + rank, n.ints.begin() + 2 * rank);
+  int64_t i = 0;
+  for_each_offset(sizes, strides, n.ints.back(), [&](int64_t off) { out[off] = value[i++]; });
+  store(n, out);
+}
+
+void compute(Node& n) {
+  switch (ir::op_kind(n.op)) {
+    case ir::OpKind::Leaf: {
+      KILN_CHECK(n.op == Op::Const, "interpreter: input node without data");
+      return store(n, Values(n.numel(), n.scalar));
+    }
+    case ir::OpKind::Unary: {
+      Values x = read(n.inputs[0]);
+      if (n.op == Op::Cast && n.dtype == kBool)
+        for (double& v : x) v = v != 0;
+      else
+        for (double& v : x) v = unary(n.op, v);
+      return store(n, x);
+    }
+    case ir::OpKind::Binary:
+    case ir::OpKind::Compare: {
+      Values a = read(n.inputs[0]), b = read(n.inputs[1]);
+      const ScalarType t = n.inputs[0].node->dtype;
+      for (size_t i = 0; i < a.size(); ++i) a[i] = binary(n.op, a[i], b[i], t);
+      return store(n, a);
+    }
+    case ir::OpKind::Select: {
+      Values c = read(n.inputs[0]), a = read(n.inputs[1]), b = read(n.inputs[2]);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = c[i] != 0 ? a[i] : b[i];
+      return store(n, a);
+    }
+    case ir::OpKind::Reduce: return reduce(n);
+    case ir::OpKind::ArgReduce: return arg_reduce(n);
+    case ir::OpKind::Matmul: return matmul(n);
+    case ir::OpKind::Gather: return gather_family(n);
+    case ir::OpKind::Cat: return cat(n);
+    case ir::OpKind::WriteView: return write_view(n);
+  }
+}
+
+class Interpreter final : public Backend {
+ public:
+  const char* name() const override { return "interp"; }
+  void execute(const fusion::Plan& plan) override {
+    for (const auto& step : plan.steps) {
+      Node& n = *step.node;
+      compute(n);
+      n.inputs.clear();
+      n.inputs.shrink_to_fit();
+      for (Node* done : step.release_after) done->result.reset();
+    }
+    stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
+    stats_add(&Stats::kernel_launches, int64_t(plan.steps.size()));
+  }
+};
+
+}  // namespace
+
+Backend& interpreter() {
+  static Interpreter interp;
+  return interp;
+}
+
+Backend& current_backend() { return interpreter(); }
+
+}  // namespace kiln::codegen

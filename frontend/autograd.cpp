@@ -1,0 +1,391 @@
+// The backward engine, saved tensors, leaf accumulation and custom functions.
+#include "frontend/autograd.h"
+
+#include <atomic>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "frontend/derivatives.h"
+#include "frontend/ops.h"
+#include "tracer/storage.h"
+
+namespace kiln::autograd {
+
+// --- grad mode ---
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+bool GradMode::is_enabled() { return t_grad_enabled; }
+void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+// --- saved tensors ---
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output)
+    : data_(t.detach()), version_(uint32_t(t._version())), is_output_(is_output),
+      requires_grad_(t.requires_grad()) {
+  if (!is_output) grad_fn_ = t.grad_fn();
+  output_nr_ = uint32_t(t.output_nr());
+  if (!is_output && t.requires_grad() && t.is_leaf()) data_ = t;  // keep the leaf itself
+}
+
+Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
+  KILN_CHECK(!released_,
+             "backward: Trying to backward through the graph a second time (or directly access saved "
+             "tensors after they have already been freed). Saved intermediate values of the graph are "
+             "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
+             "to backward through the graph a second time or if you need to access saved tensors after "
+             "calling backward.");
+  if (uint32_t(data_._version()) != version_)
+    throw Error(kiln::detail::concat(
+        "backward: one of the variables needed for gradient computation has been modified by an "
+        "inplace operation: [", torch_type_name(data_.dtype()), " ", data_.sizes().vec(), "], which is ",
+        is_output_ ? "output " : "input ", output_nr_, " of ", owner->name(), ", is at version ",
+        data_._version(), "; expected version ", version_, " instead."));
+  if (!requires_grad_ || (!is_output_ && !grad_fn_)) return data_;
+  Tensor t = data_.detach();
+  kiln::detail::set_history(t, is_output_ ? owner : grad_fn_, output_nr_);
+  return t;
+}
+
+// --- leaves ---
+
+namespace {
+
+// Adds incoming gradients into a leaf's .grad.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(std::weak_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  std::string name() const override { return "torch::autograd::AccumulateGrad"; }
+  tensor_list apply(tensor_list&& grads) override {
+    auto impl = leaf_.lock();
+    if (!impl || !grads[0].defined()) return {};
+    Tensor& g = impl->autograd->grad;
+    Tensor incoming = GradMode::is_enabled() ? grads[0] : grads[0].detach();
+    if (!g.defined()) {
+      // A fresh gradient must not alias a value the user can still change in place.
+      g = GradMode::is_enabled() ? incoming : incoming.clone();
+    } else if (GradMode::is_enabled()) {
+      g = g + incoming;
+    } else {
+      g.add_(incoming);
+    }
+    return {};
+  }
+  std::weak_ptr<TensorImpl> leaf_;
+};
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
+  auto& m = *t.unsafeGetTensorImpl()->autograd;
+  if (auto acc = m.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+  acc->output_shapes = {t.sizes().vec()};
+  acc->output_dtypes = {t.dtype()};
+  m.grad_accumulator = acc;
+  return acc;
+}
+
+}  // namespace
+}  // namespace kiln::autograd
+
+namespace kiln::detail {
+autograd::Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (auto fn = t.grad_fn()) return {fn, uint32_t(t.output_nr())};
+  return {autograd::grad_accumulator(t), 0};
+}
+}  // namespace kiln::detail
+
+namespace kiln::autograd {
+
+// --- the engine ---
+
+namespace {
+
+struct GraphTask {
+  bool keep_graph = false;
+  bool accumulate = true;  // false for grad(): leaves' .grad are left alone
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_map<Node*, tensor_list> buffers;
+  // Gradients captured for grad() and backward(inputs=...): (node, input slot) -> result index.
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
+  tensor_list captured;
+  std::unordered_set<Node*> accumulate_only;  // with backward(inputs=...): the leaves to fill
+};
+
+void add_to_buffer(GraphTask& task, Node* fn, uint32_t slot, const Tensor& g) {
+  auto& buf = task.buffers[fn];
+  if (buf.size() < fn->output_shapes.size()) buf.resize(fn->output_shapes.size());
+  buf[slot] = buf[slot].defined() ? buf[slot] + g : g;
+}
+
+// The hooks that tensors registered on gradient `slot` of `fn` (non-leaf: their grad_fn; leaf:
+// its accumulator) live in those tensors' metadata; we find them through `hook_owners`.
+using HookOwners = std::unordered_map<Node*, std::vector<std::weak_ptr<TensorImpl>>>;
+
+void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_list& root_grads,
+                const HookOwners& hook_owners, bool create_graph) {
+  // Count, for every node reachable from the roots, how many edges point at it.
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  std::unordered_map<Node*, std::shared_ptr<Node>> keep_alive;
+  for (const auto& e : roots)
+    if (e.valid() && seen.insert(e.fn.get()).second) {
+      stack.push_back(e.fn.get());
+      keep_alive[e.fn.get()] = e.fn;
+    }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& e : n->next_edges) {
+      if (!e.valid()) continue;
+      ++task.dependencies[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) {
+        stack.push_back(e.fn.get());
+        keep_alive[e.fn.get()] = e.fn;
+      }
+    }
+  }
+  auto later_first = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) continue;
+    add_to_buffer(task, roots[i].fn.get(), roots[i].input_nr, root_grads[i]);
+  }
+  for (const auto& e : roots)
+    if (e.valid() && task.dependencies[e.fn.get()] == 0 && seen.erase(e.fn.get())) ready.push(e.fn.get());
+
+  AutoGradMode mode(create_graph);
+  while (!ready.empty()) {
+    Node* fn = ready.top();
+    ready.pop();
+    tensor_list grads = std::move(task.buffers[fn]);
+    task.buffers.erase(fn);
+    grads.resize(fn->output_shapes.size());
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (!grads[i].defined()) grads[i] = zeros(fn->output_shapes[i], fn->output_dtypes[i]);
+    // Tensor hooks see (and may replace) the gradient before it is used.
+    if (auto it = hook_owners.find(fn); it != hook_owners.end())
+      for (const auto& w : it->second)
+        if (auto impl = w.lock()) {
+          auto& m = *impl->autograd;
+          Tensor& g = grads[m.grad_fn ? m.output_nr : 0];
+          for (auto& [id, hook] : m.hooks)
+            if (Tensor r = hook(g); r.defined()) g = r;
+          if (m.retains_grad) m.grad = g.detach();  // retain_grad: keep the non-leaf's gradient
+        }
+    if (auto it = task.captures.find(fn); it != task.captures.end())
+      for (auto [slot, index] : it->second) task.captured[index] = grads[slot];
+
+    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(fn) != nullptr;
+    tensor_list outputs;
+    if (!is_leaf_acc || (task.accumulate && (task.accumulate_only.empty() || task.accumulate_only.count(fn))))
+      outputs = fn->apply(std::move(grads));
+    if (!task.keep_graph) fn->release_variables();
+
+    for (size_t i = 0; i < fn->next_edges.size(); ++i) {
+      const Edge& e = fn->next_edges[i];
+      if (!e.valid()) continue;
+      if (i < outputs.size() && outputs[i].defined()) add_to_buffer(task, e.fn.get(), e.input_nr, outputs[i]);
+      if (--task.dependencies[e.fn.get()] == 0) ready.push(e.fn.get());
+    }
+  }
+}
+
+// Collects, for hooks and retain_grad, which tensors hang off which node.
+void note_hook_owner(HookOwners& owners, const Tensor& t) {
+  auto* m = t.unsafeGetTensorImpl()->autograd.get();
+  if (!m || (m->hooks.empty() && !m->retains_grad)) return;
+  Edge e = kiln::detail::gradient_edge(t);
+  if (e.valid()) owners[e.fn.get()].push_back(t.impl_ptr());
+}
+
+// Hook owners must be found before running: tensors register hooks in their metadata, so we keep
+// a registry of tensors with hooks per thread.
+thread_local std::vector<std::weak_ptr<TensorImpl>> t_hooked;
+
+HookOwners collect_hook_owners() {
+  HookOwners owners;
+  std::vector<std::weak_ptr<TensorImpl>> alive;
+  for (auto& w : t_hooked)
+    if (auto impl = w.lock()) {
+      note_hook_owner(owners, Tensor(impl));
+      alive.push_back(w);
+    }
+  t_hooked.swap(alive);
+  return owners;
+}
+
+tensor_list make_root_grads(const tensor_list& outputs, const tensor_list& grad_outputs) {
+  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
+             grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
+  tensor_list grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    KILN_CHECK(out.requires_grad(), "backward: element ", i,
+               " of tensors does not require grad and does not have a grad_fn");
+    if (i < grad_outputs.size() && grad_outputs[i].defined()) {
+      KILN_CHECK(grad_outputs[i].sizes() == out.sizes(), "backward: Mismatch in shape: grad_output[", i,
+                 "] has a shape of ", grad_outputs[i].sizes().vec(), " and output[", i, "] has a shape of ",
+                 out.sizes().vec(), ".");
+      grads.push_back(grad_outputs[i]);
+    } else {
+      KILN_CHECK(out.numel() == 1, "backward: grad can be implicitly created only for scalar outputs (got ",
+                 kiln::detail::shape_str(out), ")");
+      grads.push_back(ones_like(out));
+    }
+  }
+  return grads;
+}
+
+}  // namespace
+
+void internal::remember_hooked(const Tensor& t) { t_hooked.push_back(t.impl_ptr()); }
+
+void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph, const tensor_list& inputs) {
+  tensor_list grads = make_root_grads(tensors, grad_tensors);
+  GraphTask task;
+  task.keep_graph = retain_graph.value_or(create_graph);
+  std::vector<Edge> roots;
+  for (const auto& t : tensors) roots.push_back(kiln::detail::gradient_edge(t));
+  for (const auto& in : inputs) {
+    KILN_CHECK(in.requires_grad(), "backward: One of the differentiated Tensors does not require grad");
+    KILN_CHECK(in.is_leaf(), "backward: inputs= supports only leaf tensors in kiln");
+    task.accumulate_only.insert(kiln::detail::gradient_edge(in).fn.get());
+  }
+  run_engine(task, roots, grads, collect_hook_owners(), create_graph);
+}
+
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs,
+                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  tensor_list grads = make_root_grads(outputs, grad_outputs);
+  GraphTask task;
+  task.keep_graph = retain_graph.value_or(create_graph);
+  task.accumulate = false;
+  task.captured.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    KILN_CHECK(inputs[i].requires_grad(), "grad: One of the differentiated Tensors (input ", i, ", ",
+               kiln::detail::shape_str(inputs[i]), ") does not require grad");
+    Edge e = kiln::detail::gradient_edge(inputs[i]);
+    task.captures[e.fn.get()].push_back({e.input_nr, i});
+  }
+  std::vector<Edge> roots;
+  for (const auto& t : outputs) roots.push_back(kiln::detail::gradient_edge(t));
+  // The capture nodes must stay alive while the engine runs.
+  std::vector<std::shared_ptr<Node>> capture_nodes;
+  for (const auto& in : inputs) capture_nodes.push_back(kiln::detail::gradient_edge(in).fn);
+  run_engine(task, roots, grads, collect_hook_owners(), create_graph);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    KILN_CHECK(allow_unused || task.captured[i].defined(), "grad: One of the differentiated Tensors (input ",
+               i, ") appears to not have been used in the graph. Set allow_unused=True if this is the "
+               "desired behavior.");
+  if (!create_graph)
+    for (auto& g : task.captured)
+      if (g.defined()) g = g.detach();
+  return task.captured;
+}
+
+// --- IValue ---
+
+double IValue::toDouble() const {
+  if (auto* d = std::get_if<double>(&v_)) return *d;
+  if (auto* i = std::get_if<int64_t>(&v_)) return double(*i);
+  throw Error("IValue: expected a double");
+}
+int64_t IValue::toInt() const {
+  if (auto* i = std::get_if<int64_t>(&v_)) return *i;
+  if (auto* b = std::get_if<bool>(&v_)) return *b;
+  throw Error("IValue: expected an int");
+}
+bool IValue::toBool() const {
+  if (auto* b = std::get_if<bool>(&v_)) return *b;
+  throw Error("IValue: expected a bool");
+}
+Tensor IValue::toTensor() const {
+  if (auto* t = std::get_if<Tensor>(&v_)) return *t;
+  throw Error("IValue: expected a tensor");
+}
+const std::string& IValue::toStringRef() const {
+  if (auto* s = std::get_if<std::string>(&v_)) return *s;
+  throw Error("IValue: expected a string");
+}
+
+// --- custom functions ---
+
+void AutogradContext::save_for_backward(const tensor_list& tensors) { to_save_ = tensors; }
+
+tensor_list AutogradContext::get_saved_variables() const {
+  tensor_list out;
+  auto owner = node_.lock();
+  for (const auto& s : saved_) out.push_back(s.defined() ? s.unpack(owner) : Tensor());
+  return out;
+}
+
+void AutogradContext::mark_non_differentiable(const tensor_list& outputs) {
+  for (const auto& t : outputs) non_differentiable_.push_back(t.unsafeGetTensorImpl());
+}
+
+bool AutogradContext::needs_input_grad(size_t index) const {
+  return index < needs_input_grad_.size() && needs_input_grad_[index];
+}
+
+tensor_list CustomNodeBase::apply(tensor_list&& grads) {
+  tensor_list result = backward_fn(&ctx, std::move(grads));
+  // backward returns one entry per forward argument; keep those of tensor arguments.
+  tensor_list per_input;
+  if (result.size() == input_is_tensor.size()) {
+    for (size_t i = 0; i < result.size(); ++i)
+      if (input_is_tensor[i]) per_input.push_back(result[i]);
+  } else {
+    per_input = std::move(result);
+  }
+  KILN_CHECK(per_input.size() == next_edges.size(), fn_name, ": backward returned ", per_input.size(),
+             " gradients, expected ", next_edges.size());
+  return per_input;
+}
+
+void CustomNodeBase::release_variables() {
+  for (auto& s : ctx.saved_) s.reset();
+}
+
+namespace internal {
+
+void collect_tensors(tensor_list& out, std::vector<bool>& is_tensor, const Tensor& t) {
+  out.push_back(t);
+  is_tensor.push_back(true);
+}
+void collect_tensors(tensor_list& out, std::vector<bool>& is_tensor, const tensor_list& ts) {
+  for (const auto& t : ts) collect_tensors(out, is_tensor, t);
+}
+
+void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_list& inputs, tensor_list& outputs) {
+  static std::atomic<uint64_t> counter{uint64_t(1) << 62};
+  node->sequence_nr = counter.fetch_add(1);
+  const bool track = GradMode::is_enabled() && kiln::detail::any_requires_grad(inputs);
+  if (track) {
+    for (const auto& t : inputs) node->next_edges.push_back(kiln::detail::gradient_edge(t));
+    for (uint32_t i = 0; i < outputs.size(); ++i) {
+      Tensor& out = outputs[i];
+      node->output_shapes.push_back(out.sizes().vec());
+      node->output_dtypes.push_back(out.dtype());
+      bool differentiable = out.is_floating_point();
+      for (auto* nd : node->ctx.non_differentiable_) differentiable &= nd != out.unsafeGetTensorImpl();
+      if (!differentiable) continue;
+      // An output that is an input returned as is becomes a new alias, so its history is its own.
+      for (const auto& in : inputs)
+        if (in.defined() && in.is_same(out)) out = out.detach();
+      kiln::detail::set_history(out, node, i);
+    }
+  }
+  for (const auto& t : node->ctx.to_save_) {
+    // A saved output is kept without its history: that history is this node (a cycle otherwise).
+    bool is_output = false;
+    for (const auto& out : outputs) is_output |= out.defined() && t.defined() && out.is_alias_of(t);
+    node->ctx.saved_.push_back(t.defined() ? SavedTensor(is_output ? t.detach() : t, false) : SavedTensor());
+  }
+  node->ctx.to_save_.clear();
+}
+
+}  // namespace internal
+}  // namespace kiln::autograd

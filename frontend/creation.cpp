@@ -1,0 +1,310 @@
+// Creation ops. Constants are lazy Const nodes (a zeros() that is never read costs no memory);
+// data from the user and random numbers are made on the host at once, with the same generator and
+// transformations as libtorch's CPU generator, so a seeded program draws the same numbers.
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+
+#include "frontend/autograd.h"
+#include "frontend/derivatives.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+namespace {
+
+void check_sizes(IntArrayRef size, const char* op) {
+  KILN_CHECK(int(size.size()) <= kMaxDims, op, ": at most ", kMaxDims, " dimensions are supported, got ", size.vec());
+  for (auto d : size) KILN_CHECK(d >= 0, op, ": negative dimension ", d, " in size ", size.vec());
+}
+
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
+// A tensor whose content is host data already computed (an Input node).
+template <typename F>
+Tensor from_host(IntArrayRef size, ScalarType dtype, F&& fill) {
+  ir::Node n;
+  n.op = ir::Op::Input;
+  n.dtype = dtype;
+  n.shape = size.vec();
+  n.result = make_buffer(numel_of(n.shape) * element_size(dtype));
+  fill(n.result->data(), numel_of(n.shape));
+  return detail::wrap(tracer::record(std::move(n)));
+}
+
+template <typename Src>
+void convert_into(void* dst, ScalarType t, const Src* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t) {
+      case kBool: static_cast<uint8_t*>(dst)[i] = src[i] != Src(0); break;
+      case kLong: static_cast<int64_t*>(dst)[i] = int64_t(src[i]); break;
+      case kFloat: static_cast<float*>(dst)[i] = float(src[i]); break;
+      case kDouble: static_cast<double*>(dst)[i] = double(src[i]); break;
+    }
+  }
+}
+
+template <typename Src>
+Tensor from_values(const Src* values, IntArrayRef size, ScalarType default_dtype, const TensorOptions& o) {
+  ScalarType t = o.has_dtype() ? o.dtype() : default_dtype;
+  return finish(from_host(size, t, [&](void* dst, int64_t n) { convert_into(dst, t, values, n); }), o);
+}
+
+template <typename T>
+Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, ScalarType dflt, const TensorOptions& o) {
+  std::vector<T> flat;
+  const int64_t cols = rows.size() ? int64_t(rows.begin()->size()) : 0;
+  for (const auto& r : rows) {
+    KILN_CHECK(int64_t(r.size()) == cols, "tensor: expected sequence of length ", cols, " at dim 1 (got ", r.size(), ")");
+    flat.insert(flat.end(), r.begin(), r.end());
+  }
+  return from_values(flat.data(), {int64_t(rows.size()), cols}, dflt, o);
+}
+
+ScalarType float_dtype(const TensorOptions& o) { return o.has_dtype() ? o.dtype() : kFloat; }
+
+// --- libtorch's CPU generator: mt19937, with its transformations to uniform and normal values ---
+struct Generator {
+  std::mt19937 engine{uint32_t(67280421310721ULL)};
+  std::optional<double> next_double_normal;
+  std::mutex mu;
+  uint32_t random() { return engine(); }
+  uint64_t random64() {
+    uint64_t hi = engine(), lo = engine();
+    return (hi << 32) | lo;
+  }
+  float uniform_float(float from, float to) {
+    float x = float(random() & ((1u << 24) - 1)) * (1.0f / float(1u << 24));
+    return x * (to - from) + from;
+  }
+  double uniform_double(double from, double to) {
+    double x = double(random64() & ((uint64_t(1) << 53) - 1)) * (1.0 / double(uint64_t(1) << 53));
+    return x * (to - from) + from;
+  }
+  double normal_double(double mean, double stdv) {
+    if (next_double_normal) {
+      double r = *next_double_normal * stdv + mean;
+      next_double_normal.reset();
+      return r;
+    }
+    double u1 = uniform_double(0, 1), u2 = uniform_double(0, 1);
+    double r = std::sqrt(-2.0 * std::log(1.0 - u2)), theta = 2.0 * M_PI * u1;
+    next_double_normal = r * std::sin(theta);
+    return r * std::cos(theta) * stdv + mean;
+  }
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+template <typename T>
+T uniform_value(Generator& g, T from, T to) {
+  if constexpr (std::is_same_v<T, float>)
+    return g.uniform_float(from, to);
+  else
+    return g.uniform_double(from, to);
+}
+
+// libtorch's normal_fill: uniforms for the whole tensor, then Box-Muller over blocks of 16.
+template <typename T>
+void normal_fill(Generator& g, T* data, int64_t n, T mean, T stdv) {
+  auto fill16 = [&](T* d) {
+    for (int j = 0; j < 8; ++j) {
+      const T u1 = 1 - d[j], u2 = d[j + 8];
+      const T radius = std::sqrt(-2 * std::log(u1));
+      const T theta = T(2.0f * M_PI * u2);
+      d[j] = radius * std::cos(theta) * stdv + mean;
+      d[j + 8] = radius * std::sin(theta) * stdv + mean;
+    }
+  };
+  for (int64_t i = 0; i < n; ++i) data[i] = uniform_value<T>(g, 0, 1);
+  for (int64_t i = 0; i + 16 <= n; i += 16) fill16(data + i);
+  if (n % 16 != 0) {
+    T* tail = data + n - 16;
+    for (int i = 0; i < 16; ++i) tail[i] = uniform_value<T>(g, 0, 1);
+    fill16(tail);
+  }
+}
+
+template <typename T>
+void normal_into(T* data, int64_t n, double mean, double stdv) {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (n >= 16) return normal_fill<T>(g, data, n, T(mean), T(stdv));
+  for (int64_t i = 0; i < n; ++i) data[i] = T(g.normal_double(mean, stdv));
+}
+
+template <typename T>
+void uniform_into(T* data, int64_t n, double from, double to) {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  for (int64_t i = 0; i < n; ++i) data[i] = uniform_value<T>(g, T(from), T(to));
+}
+
+}  // namespace
+
+namespace detail {
+// Fills a host buffer of `dtype` with U(from, to) or N(mean, std) values (used by nn::init too).
+void fill_uniform(void* data, ScalarType dtype, int64_t n, double from, double to) {
+  KILN_CHECK(is_floating(dtype), "uniform_: expected a floating point tensor, got ", dtype);
+  dtype == kFloat ? uniform_into(static_cast<float*>(data), n, from, to)
+                  : uniform_into(static_cast<double*>(data), n, from, to);
+}
+void fill_normal(void* data, ScalarType dtype, int64_t n, double mean, double stdv) {
+  KILN_CHECK(is_floating(dtype), "normal_: expected a floating point tensor, got ", dtype);
+  dtype == kFloat ? normal_into(static_cast<float*>(data), n, mean, stdv)
+                  : normal_into(static_cast<double*>(data), n, mean, stdv);
+}
+}  // namespace detail
+
+void manual_seed(uint64_t seed) {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.engine.seed(uint32_t(seed & 0xffffffff));
+  g.next_double_normal.reset();
+}
+
+// libtorch makes floating tensors in the default dtype (float32), whatever the C++ type.
+Tensor tensor(const std::vector<double>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kFloat, o); }
+Tensor tensor(const std::vector<float>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kFloat, o); }
+Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kLong, o); }
+Tensor tensor(const std::vector<int>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kLong, o); }
+Tensor tensor(const std::vector<bool>& v, const TensorOptions& o) {
+  std::vector<uint8_t> bytes(v.begin(), v.end());
+  return from_values(bytes.data(), {int64_t(v.size())}, kBool, o);
+}
+
+Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kFloat, o); }
+Tensor tensor(std::initializer_list<float> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kFloat, o); }
+Tensor tensor(std::initializer_list<int64_t> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kLong, o); }
+Tensor tensor(std::initializer_list<int> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kLong, o); }
+Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) { return tensor(std::vector<bool>(v), o); }
+Tensor tensor(std::initializer_list<std::initializer_list<double>> r, const TensorOptions& o) { return from_rows(r, kFloat, o); }
+Tensor tensor(std::initializer_list<std::initializer_list<float>> r, const TensorOptions& o) { return from_rows(r, kFloat, o); }
+Tensor tensor(std::initializer_list<std::initializer_list<int64_t>> r, const TensorOptions& o) { return from_rows(r, kLong, o); }
+Tensor tensor(std::initializer_list<std::initializer_list<int>> r, const TensorOptions& o) { return from_rows(r, kLong, o); }
+Tensor tensor(double v, const TensorOptions& o) { return from_values(&v, {}, kFloat, o); }
+Tensor tensor(float v, const TensorOptions& o) { return from_values(&v, {}, kFloat, o); }
+Tensor tensor(int64_t v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
+Tensor tensor(int v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
+
+Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) { return full({}, s, o); }
+
+Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
+  check_sizes(size, "full");
+  // libtorch infers full's dtype from the value: bool, int64 or the default float.
+  ScalarType t = o.has_dtype() ? o.dtype() : value.type() == kDouble ? kFloat : value.type();
+  return finish(detail::record(ir::Op::Const, {}, size.vec(), t, detail::Attrs{{}, value.toDouble()}), o);
+}
+Tensor zeros(IntArrayRef size, const TensorOptions& o) { return full(size, 0.0, o.dtype(float_dtype(o))); }
+Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1.0, o.dtype(float_dtype(o))); }
+Tensor empty(IntArrayRef size, const TensorOptions& o) { return zeros(size, o); }
+Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+Tensor empty_like(const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); }
+Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
+  return full(t.sizes(), v, o.has_dtype() ? o : o.dtype(t.dtype()));
+}
+
+Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& o) { return arange(start, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
+  const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  KILN_CHECK(st != 0, "arange: step must be nonzero");
+  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign (start ",
+             s, ", end ", e, ", step ", st, ")");
+  const bool integral = start.isIntegral(true) && end.isIntegral(true) && step.isIntegral(true);
+  ScalarType t = o.has_dtype() ? o.dtype() : integral ? kLong : kFloat;
+  const int64_t n = int64_t(std::ceil((e - s) / st));
+  std::vector<double> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = s + double(i) * st;
+  return from_values(v.data(), {n}, t, o.dtype(t));
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o) {
+  KILN_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
+  const double s = start.toDouble(), e = end.toDouble();
+  std::vector<double> v(steps);
+  // As libtorch: the first half counts up from start, the second half down from end.
+  const double step = steps > 1 ? (e - s) / double(steps - 1) : 0;
+  const int64_t half = steps / 2;
+  for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? s + step * double(i) : e - step * double(steps - i - 1);
+  return from_values(v.data(), {steps}, kFloat, o);
+}
+
+Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }
+Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
+  KILN_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
+  std::vector<double> v(n * m, 0.0);
+  for (int64_t i = 0; i < std::min(n, m); ++i) v[i * m + i] = 1;
+  return from_values(v.data(), {n, m}, kFloat, o);
+}
+
+Tensor rand(IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "rand");
+  ScalarType t = float_dtype(o);
+  return finish(from_host(size, t, [&](void* d, int64_t n) { detail::fill_uniform(d, t, n, 0, 1); }), o);
+}
+
+Tensor randn(IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "randn");
+  ScalarType t = float_dtype(o);
+  return finish(from_host(size, t, [&](void* d, int64_t n) { detail::fill_normal(d, t, n, 0, 1); }), o);
+}
+
+Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& o) { return randint(0, high, size, o); }
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "randint");
+  KILN_CHECK(low < high, "randint: expects 'from' to be less than 'to', but got from=", low, " >= to=", high);
+  const uint64_t range = uint64_t(high - low);
+  std::vector<int64_t> v(numel_of(size.vec()));
+  auto& g = generator();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (auto& x : v) x = int64_t((range >= (uint64_t(1) << 32) ? g.random64() : g.random()) % range) + low;
+  }
+  return from_values(v.data(), size, kLong, o);
+}
+
+Tensor randperm(int64_t n, const TensorOptions& o) {
+  KILN_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  auto& g = generator();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (int64_t i = 0; i + 1 < n; ++i) std::swap(v[i], v[i + int64_t(g.random() % uint64_t(n - i))]);
+  }
+  return from_values(v.data(), {n}, kLong, o);
+}
+
+Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
+  return from_blob(data, sizes, contiguous_strides(sizes.vec()), o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  check_sizes(sizes, "from_blob");
+  KILN_CHECK(strides.size() == sizes.size(), "from_blob: sizes ", sizes.vec(), " and strides ", strides.vec(),
+             " differ in length");
+  ScalarType t = float_dtype(o);
+  const size_t es = element_size(t);
+  Tensor out = from_host(sizes, t, [&](void* dst, int64_t n) {
+    std::vector<int64_t> idx(sizes.size(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t off = 0;
+      for (size_t d = 0; d < sizes.size(); ++d) off += idx[d] * strides[d];
+      std::memcpy(static_cast<char*>(dst) + i * es, static_cast<const char*>(data) + off * es, es);
+      for (int d = int(sizes.size()) - 1; d >= 0 && ++idx[d] == sizes[d]; --d) idx[d] = 0;
+    }
+  });
+  return finish(out, o);
+}
+
+}  // namespace kiln

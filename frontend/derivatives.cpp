@@ -1,0 +1,264 @@
+// Backward formulas: one row per differentiable primitive and per kind of view, written with kiln
+// ops so that the backward pass is traced (and, with create_graph, differentiable again).
+#include "frontend/derivatives.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "frontend/ops.h"
+
+namespace kiln::detail {
+namespace {
+
+using ir::Op;
+using TL = TensorList;
+constexpr uint8_t kNone = 0, kIn0 = 1, kIn1 = 2, kIn01 = 3;
+
+// The gradient of a keepdim reduction, broadcast back over the reduced axes.
+Tensor unreduce(const Tensor& g, const Shape& in_shape) { return g.expand(in_shape); }
+
+Tensor transpose_last(const Tensor& t) { return t.transpose(-1, -2); }
+
+struct Row {
+  Op op;
+  Derivative d;
+};
+const Row kRows[] = {
+    {Op::Copy, {"CloneBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad}; }}},
+    {Op::Cast, {"ToCopyBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.to(a.in_dtypes[0])}; }}},
+    {Op::Neg, {"NegBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {-a.grad}; }}},
+    {Op::Exp, {"ExpBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * a.out}; }}},
+    {Op::Log, {"LogBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / a.in[0]}; }}},
+    {Op::Log1p, {"Log1PBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / (a.in[0] + 1)}; }}},
+    {Op::Sin, {"SinBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].cos()}; }}},
+    {Op::Cos, {"CosBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.in[0].sin())}; }}},
+    {Op::Sqrt, {"SqrtBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad / (a.out * 2)}; }}},
+    {Op::Recip, {"ReciprocalBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.out * a.out)}; }}},
+    {Op::Abs, {"AbsBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].sign()}; }}},
+    {Op::Sign, {"SignBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
+    {Op::Tanh, {"TanhBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * (1 - a.out * a.out)}; }}},
+    {Op::Erf, {"ErfBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad * (-(a.in[0] * a.in[0])).exp() * (2.0 / std::sqrt(M_PI))};
+     }}},
+    {Op::Add, {"AddBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad, a.grad}; }}},
+    {Op::Sub, {"SubBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad, -a.grad}; }}},
+    {Op::Mul, {"MulBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       return {a.needs[0] ? a.grad * a.in[1] : Tensor(), a.needs[1] ? a.grad * a.in[0] : Tensor()};
+     }}},
+    {Op::Div, {"DivBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       return {a.needs[0] ? a.grad / a.in[1] : Tensor(),
+               a.needs[1] ? -(a.grad * a.in[0]) / (a.in[1] * a.in[1]) : Tensor()};
+     }}},
+    {Op::Pow, {"PowBackward1", kIn01, true, [](const BackwardArgs& a) -> TL {
+       const Tensor &x = a.in[0], &e = a.in[1];
+       Tensor gx, ge;
+       if (a.needs[0]) gx = where(e == 0.0, zeros_like(a.grad), a.grad * e * x.pow(e - 1));
+       // PyTorch's convention: no gradient through the exponent where the base is 0 and e >= 0.
+       if (a.needs[1]) ge = where(logical_and(x == 0.0, e >= 0.0), zeros_like(a.grad), a.grad * a.out * x.log());
+       return {gx, ge};
+     }}},
+    {Op::Max, {"MaximumBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
+       return {where(tie, half, where(a.in[0] > a.in[1], a.grad, z)),
+               where(tie, half, where(a.in[1] > a.in[0], a.grad, z))};
+     }}},
+    {Op::Min, {"MinimumBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
+       return {where(tie, half, where(a.in[0] < a.in[1], a.grad, z)),
+               where(tie, half, where(a.in[1] < a.in[0], a.grad, z))};
+     }}},
+    {Op::Where, {"WhereBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
+       Tensor z = zeros_like(a.grad);
+       return {Tensor(), where(a.in[0], a.grad, z), where(a.in[0], z, a.grad)};
+     }}},
+    {Op::Sum, {"SumBackward1", kNone, false, [](const BackwardArgs& a) -> TL { return {unreduce(a.grad, a.in_shapes[0])}; }}},
+    {Op::Prod, {"ProdBackward1", kIn0, true, [](const BackwardArgs& a) -> TL {
+       return {unreduce(a.grad * a.out, a.in_shapes[0]) / a.in[0]};
+     }}},
+    {Op::ReduceMax, {"AmaxBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       // Ties share the gradient equally, as in PyTorch's amax.
+       Tensor mask = (a.in[0] == a.out.expand(a.in_shapes[0])).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, a.in_shapes[0]) / sum(mask, a.attrs.ints, true)};
+     }}},
+    {Op::ReduceMin, {"AminBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       Tensor mask = (a.in[0] == a.out.expand(a.in_shapes[0])).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, a.in_shapes[0]) / sum(mask, a.attrs.ints, true)};
+     }}},
+    {Op::Matmul, {"BmmBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       return {a.needs[0] ? a.grad.bmm(transpose_last(a.in[1])) : Tensor(),
+               a.needs[1] ? transpose_last(a.in[0]).bmm(a.grad) : Tensor()};
+     }}},
+    {Op::IndexSelect, {"IndexSelectBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       return {primitive(Op::IndexAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
+     }}},
+    {Op::Gather, {"GatherBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       return {primitive(Op::ScatterAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
+     }}},
+    {Op::IndexAdd, {"IndexAddBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, Tensor(), a.grad.index_select(a.attrs.ints[0], a.in[1])};
+     }}},
+    {Op::ScatterAdd, {"ScatterAddBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, Tensor(), a.grad.gather(a.attrs.ints[0], a.in[1])};
+     }}},
+    {Op::Cat, {"CatBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       TL grads;
+       int64_t start = 0, dim = a.attrs.ints[0];
+       for (const auto& s : a.in_shapes) {
+         grads.push_back(a.grad.narrow(dim, start, s[dim]));
+         start += s[dim];
+       }
+       return grads;
+     }}},
+    {Op::WriteView, {"CopySlices", kNone, false, [](const BackwardArgs& a) -> TL {
+       const auto& geometry = a.attrs.ints;
+       Tensor flat = a.grad.contiguous();
+       Tensor value_grad = as_strided(flat, geometry);
+       return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
+     }}},
+};
+
+const Derivative kViewRows[] = {
+    {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},
+    {"PermuteBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       std::vector<int64_t> inverse(a.attrs.ints.size());
+       for (size_t i = 0; i < inverse.size(); ++i) inverse[a.attrs.ints[i]] = int64_t(i);
+       return {a.grad.permute(inverse)};
+     }},
+    {"ExpandBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {sum_to(a.grad, a.in_shapes[0])}; }},
+    {"AsStridedBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       return {embed(a.grad, a.in_shapes[0], a.attrs.ints)};
+     }},
+};
+
+// Backward node for one primitive or view: applies its row to the saved values.
+class OpBackward final : public autograd::Node {
+ public:
+  explicit OpBackward(const Derivative* d) : d_(d) {}
+  std::string name() const override { return d_->name; }
+
+  tensor_list apply(tensor_list&& grads) override {
+    auto self = shared_from_this();
+    TensorList in(saved_inputs_.size());
+    for (size_t i = 0; i < saved_inputs_.size(); ++i)
+      if (saved_inputs_[i].defined()) in[i] = saved_inputs_[i].unpack(self);
+    Tensor out = saved_output_.defined() ? saved_output_.unpack(self) : Tensor();
+    std::vector<bool> needs(next_edges.size());
+    for (size_t i = 0; i < needs.size(); ++i) needs[i] = next_edges[i].valid();
+    return d_->backward(BackwardArgs{grads[0], in, out, attrs_, in_shapes_, in_dtypes_, needs});
+  }
+
+  void release_variables() override {
+    for (auto& s : saved_inputs_)
+      if (s.defined()) s.reset();
+    if (saved_output_.defined()) saved_output_.reset();
+  }
+
+  void save(const TensorList& inputs, const Attrs& attrs) {
+    attrs_ = attrs;
+    saved_inputs_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in_shapes_.push_back(inputs[i].sizes().vec());
+      in_dtypes_.push_back(inputs[i].dtype());
+      if (d_->save_inputs & (1u << i)) saved_inputs_[i] = autograd::SavedTensor(inputs[i], false);
+    }
+  }
+  void save_output(const Tensor& out) {
+    if (d_->save_output) saved_output_ = autograd::SavedTensor(out, true);
+  }
+
+ private:
+  const Derivative* d_;
+  Attrs attrs_;
+  std::vector<Shape> in_shapes_;
+  std::vector<ScalarType> in_dtypes_;
+  std::vector<autograd::SavedTensor> saved_inputs_;
+  autograd::SavedTensor saved_output_;
+};
+
+uint64_t next_sequence_nr() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+void attach(Tensor& out, const Derivative* d, const TensorList& inputs, const Attrs& attrs) {
+  auto node = std::make_shared<OpBackward>(d);
+  node->sequence_nr = next_sequence_nr();
+  node->next_edges.reserve(inputs.size());
+  for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
+  node->output_shapes = {out.sizes().vec()};
+  node->output_dtypes = {out.dtype()};
+  node->save(inputs, attrs);
+  set_history(out, node);
+  node->save_output(out);
+}
+
+}  // namespace
+
+const Derivative* derivative(ir::Op op) {
+  static const std::vector<const Derivative*> table = [] {
+    std::vector<const Derivative*> t(64, nullptr);
+    for (const auto& row : kRows) t[size_t(row.op)] = &row.d;
+    return t;
+  }();
+  return table[size_t(op)];
+}
+
+const Derivative& view_derivative(ViewKind kind) { return kViewRows[size_t(kind)]; }
+
+bool any_requires_grad(const TensorList& ts) {
+  for (const auto& t : ts)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs) {
+  const Derivative* d = derivative(op);
+  const bool track = d && autograd::GradMode::is_enabled() && any_requires_grad(inputs) && is_floating(dtype);
+  Tensor out = record(op, inputs, std::move(shape), dtype, track ? attrs : std::move(attrs));
+  if (track) attach(out, d, inputs, attrs);
+  return out;
+}
+
+Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs) {
+  Tensor out = alias(self, std::move(sizes), std::move(strides), offset);
+  if (autograd::GradMode::is_enabled() && self.requires_grad())
+    attach(out, &view_derivative(kind), {self}, attrs);
+  return out;
+}
+
+Tensor as_strided(const Tensor& t, const std::vector<int64_t>& geometry) {
+  const size_t rank = (geometry.size() - 1) / 2;
+  Shape sizes(geometry.begin(), geometry.begin() + rank);
+  Shape strides(geometry.begin() + rank, geometry.begin() + 2 * rank);
+  Tensor base = t.contiguous();
+  return view(base, ViewKind::Strided, sizes, strides, base.storage_offset() + geometry.back(), Attrs{geometry});
+}
+
+Tensor embed(const Tensor& g, const Shape& shape, const std::vector<int64_t>& geometry) {
+  Tensor flat_zeros = zeros({numel_of(shape)}, g.dtype());
+  Tensor value = g.contiguous();
+  Tensor out = primitive(ir::Op::WriteView, {flat_zeros, value}, {numel_of(shape)}, g.dtype(), Attrs{geometry});
+  return out.reshape(shape);
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.sizes() == IntArrayRef(shape)) return g;
+  const int64_t lead = g.dim() - int64_t(shape.size());
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) axes.push_back(d);
+  Tensor s = axes.empty() ? g : g.sum(axes, true);
+  return s.reshape(shape);
+}
+
+void set_history(Tensor& out, const std::shared_ptr<autograd::Node>& node, uint32_t output_nr) {
+  TensorImpl& impl = *out.unsafeGetTensorImpl();
+  if (!impl.autograd) impl.autograd = std::make_unique<autograd::AutogradMeta>();
+  impl.autograd->requires_grad = true;
+  impl.autograd->grad_fn = node;
+  impl.autograd->output_nr = output_nr;
+}
+
+}  // namespace kiln::detail

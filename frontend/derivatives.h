@@ -1,0 +1,59 @@
+// Internal to frontend/: the table of backward formulas, one row per differentiable primitive op
+// and per kind of view (as PyTorch's derivatives.yaml), and the two functions that apply an op
+// with autograd: primitive() for IR ops and view() for views.
+#pragma once
+#include "frontend/autograd.h"
+#include "frontend/trace.h"
+
+namespace kiln::detail {
+
+// The kinds of view. Each has a backward row; `ints` carries what the row needs.
+enum class ViewKind : uint8_t {
+  Reshape,  // also squeeze, unsqueeze, flatten
+  Permute,  // ints = dims
+  Expand,
+  Strided,  // narrow, select, slice, as_strided: ints = sizes|strides|offset relative to a
+            // contiguous layout of the input's shape
+};
+
+struct BackwardArgs {
+  const Tensor& grad;                 // gradient of the output
+  const TensorList& in;               // saved inputs (undefined where the row saves none)
+  const Tensor& out;                  // saved output (undefined unless the row saves it)
+  const Attrs& attrs;
+  const std::vector<Shape>& in_shapes;
+  const std::vector<ScalarType>& in_dtypes;
+  const std::vector<bool>& needs;     // which inputs want a gradient
+};
+using BackwardFn = TensorList (*)(const BackwardArgs&);
+
+struct Derivative {
+  const char* name;     // the grad_fn name users see, as PyTorch prints it
+  uint8_t save_inputs;  // bit i set: input i is saved
+  bool save_output;
+  BackwardFn backward;
+};
+
+// The row for `op`, or null when the op has no gradient (comparisons, argmax, leaves).
+const Derivative* derivative(ir::Op op);
+const Derivative& view_derivative(ViewKind kind);
+
+// Records `op` over `inputs` and attaches its backward node when gradients flow.
+Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs = {});
+// A view of `self` (sharing storage) with the backward node of `kind`.
+Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
+
+// The strided view `geometry` (sizes|strides|offset over a contiguous `t`) of t, and its adjoint:
+// a zero tensor of `shape` with that view set to `g`.
+Tensor as_strided(const Tensor& t, const std::vector<int64_t>& geometry);
+Tensor embed(const Tensor& g, const Shape& shape, const std::vector<int64_t>& geometry);
+// Sums `g` down to `shape` over broadcast dimensions (the adjoint of expand).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+// Makes `node` the grad_fn of `out` (output `output_nr`) and `out` require grad.
+void set_history(Tensor& out, const std::shared_ptr<autograd::Node>& node, uint32_t output_nr = 0);
+// The edge a gradient for `t` flows along (its grad_fn, or its leaf accumulator), or none.
+autograd::Edge gradient_edge(const Tensor& t);
+bool any_requires_grad(const TensorList& ts);
+
+}  // namespace kiln::detail

@@ -1,0 +1,273 @@
+// Elementwise ops: type promotion and broadcasting here, one primitive (or a short composite of
+// primitives) each. Composite ops get their gradient from the primitives they are made of.
+#include <cmath>
+
+#include "frontend/derivatives.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+using ir::Op;
+using detail::primitive;
+
+// --- promotion and broadcasting ---
+
+namespace {
+
+// PyTorch's rule: a higher category (bool < integer < floating) wins; within one category a
+// tensor with dimensions decides over a zero-dimensional one.
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  if ((a.dim() > 0) == (b.dim() > 0)) return promote(a.dtype(), b.dtype());
+  const Tensor& dimensioned = a.dim() > 0 ? a : b;
+  const Tensor& zero_dim = a.dim() > 0 ? b : a;
+  return dtype_category(zero_dim.dtype()) > dtype_category(dimensioned.dtype()) ? zero_dim.dtype()
+                                                                                 : dimensioned.dtype();
+}
+
+Shape broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
+  const int64_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t da = i - (rank - int64_t(a.size())), db = i - (rank - int64_t(b.size()));
+    const int64_t sa = da >= 0 ? a[da] : 1, sb = db >= 0 ? b[db] : 1;
+    KILN_CHECK(sa == sb || sa == 1 || sb == 1, op, ": the size of tensor a (", sa,
+               ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i, " (shapes ",
+               a.vec(), " and ", b.vec(), ")");
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+Shape broadcast(const Tensor& a, const Tensor& b, const char* op) { return broadcast(a.sizes(), b.sizes(), op); }
+
+// A number as a zero-dim tensor of the type it takes next to `like` (PyTorch's wrapped numbers:
+// a float next to an integer tensor is float32, the default dtype).
+Tensor wrap_scalar(const Scalar& s, const Tensor& like) {
+  ScalarType t = like.dtype();
+  if (dtype_category(s.type()) > dtype_category(t)) t = s.type() == kDouble ? kFloat : kLong;
+  return scalar_tensor(s, t);
+}
+
+Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kFloat); }
+
+Tensor unary(Op op, const Tensor& x) { return primitive(op, {x}, x.sizes().vec(), x.dtype()); }
+Tensor unary_float(Op op, const Tensor& x) { return unary(op, float_input(x)); }
+
+Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
+  ScalarType t = result_type(a, b);
+  if ((op == Op::Div || op == Op::Pow) && !is_floating(t) && !(op == Op::Pow && t == kLong)) t = kFloat;
+  KILN_CHECK(!(op == Op::Sub && t == kBool), name, ": subtraction, the `-` operator, with two bool tensors is "
+             "not supported. Use the `^` or `logical_xor()` operator instead.");
+  Shape s = broadcast(a, b, name);
+  const bool compare = ir::op_kind(op) == ir::OpKind::Compare;
+  return primitive(op, {a.to(t).expand(s), b.to(t).expand(s)}, s, compare ? kBool : t);
+}
+
+Tensor scaled(const Tensor& b, const Scalar& alpha) {
+  return alpha.toDouble() == 1.0 ? b : b * alpha;
+}
+
+}  // namespace
+
+std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) {
+  return broadcast(a, b, "broadcast_shapes");
+}
+
+// --- unary ---
+
+Tensor neg(const Tensor& x) {
+  KILN_CHECK(x.dtype() != kBool, "neg: negation, the `-` operator, on a bool tensor is not supported");
+  return unary(Op::Neg, x);
+}
+Tensor abs(const Tensor& x) { return unary(Op::Abs, x); }
+Tensor exp(const Tensor& x) { return unary_float(Op::Exp, x); }
+Tensor log(const Tensor& x) { return unary_float(Op::Log, x); }
+Tensor log1p(const Tensor& x) { return unary_float(Op::Log1p, x); }
+Tensor log2(const Tensor& x) { return log(x) * (1.0 / std::log(2.0)); }
+Tensor sqrt(const Tensor& x) { return unary_float(Op::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return reciprocal(sqrt(x)); }
+Tensor sin(const Tensor& x) { return unary_float(Op::Sin, x); }
+Tensor cos(const Tensor& x) { return unary_float(Op::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary_float(Op::Tanh, x); }
+Tensor erf(const Tensor& x) { return unary_float(Op::Erf, x); }
+Tensor sign(const Tensor& x) { return unary(Op::Sign, x); }
+Tensor reciprocal(const Tensor& x) { return unary_float(Op::Recip, x); }
+Tensor square(const Tensor& x) { return x * x; }
+Tensor logical_not(const Tensor& x) { return unary(Op::Not, x.to(kBool)); }
+
+// sigmoid through tanh: stable at both ends, in value and in gradient.
+Tensor sigmoid(const Tensor& x) { return tanh(float_input(x) * 0.5) * 0.5 + 0.5; }
+Tensor relu(const Tensor& x) { return where(x > 0, x, zeros_like(x)); }
+Tensor silu(const Tensor& x) { return x * sigmoid(x); }
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  KILN_CHECK(approximate == "none" || approximate == "tanh",
+             "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  Tensor xf = float_input(x);
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI);
+    Tensor inner = (xf + xf * xf * xf * 0.044715) * k;
+    return xf * 0.5 * (tanh(inner) + 1.0);
+  }
+  return xf * 0.5 * (erf(xf * M_SQRT1_2) + 1.0);
+}
+
+Tensor pow(const Tensor& x, const Tensor& e) { return binary(Op::Pow, x, e, "pow"); }
+Tensor pow(const Tensor& x, const Scalar& e) {
+  if (e.toDouble() == 1.0) return x.is_floating_point() || e.isIntegral() ? x.clone() : x.to(kFloat);
+  if (e.toDouble() == 2.0) return x * x;
+  return pow(x, wrap_scalar(e, x));
+}
+Tensor pow(const Scalar& x, const Tensor& e) { return pow(wrap_scalar(x, e), e); }
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  KILN_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None (input ", detail::shape_str(x), ")");
+  Tensor out = x;
+  if (min) out = where(out < *min, wrap_scalar(*min, x).expand(x.sizes()), out);
+  if (max) out = where(out > *max, wrap_scalar(*max, x).expand(x.sizes()), out);
+  return out;
+}
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp(x, min, std::nullopt); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::nullopt, max); }
+
+// --- binary ---
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Add, a, scaled(b, alpha), "add"); }
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return add(a, wrap_scalar(b.toDouble() * alpha.toDouble(), a));
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Sub, a, scaled(b, alpha), "sub"); }
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return sub(a, wrap_scalar(b.toDouble() * alpha.toDouble(), a));
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, "mul"); }
+Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap_scalar(b, a)); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(Op::Div, a, b, "div"); }
+Tensor div(const Tensor& a, const Scalar& b) { return div(a, wrap_scalar(b, a)); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(Op::Max, a, b, "maximum"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(Op::Min, a, b, "minimum"); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(Op::Eq, a, b, "eq"); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(Op::Ne, a, b, "ne"); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(Op::Lt, a, b, "lt"); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(Op::Le, a, b, "le"); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(Op::Gt, a, b, "gt"); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(Op::Ge, a, b, "ge"); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a.to(kBool), b.to(kBool), "logical_and"); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(Op::Max, a.to(kBool), b.to(kBool), "logical_or"); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  KILN_CHECK(cond.dtype() == kBool, "where: expected condition to be a boolean tensor, but got ",
+             detail::shape_str(cond));
+  ScalarType t = result_type(a, b);
+  Shape s = broadcast(cond.sizes(), broadcast(a, b, "where"), "where");
+  return primitive(Op::Where, {cond.expand(s), a.to(t).expand(s), b.to(t).expand(s)}, s, t);
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap_scalar(b, a)); }
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap_scalar(a, b), b); }
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  KILN_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", detail::shape_str(mask));
+  Shape s = broadcast(x, mask, "masked_fill");
+  KILN_CHECK(s == x.sizes().vec(), "masked_fill: mask ", detail::shape_str(mask),
+             " does not broadcast to the input's shape ", x.sizes().vec());
+  return where(mask, scalar_tensor(value, x.dtype()), x);
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) { return start + (end - start) * weight; }
+Tensor addcmul(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value) {
+  return self + a * b * value;
+}
+Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value) {
+  return self + a / b * value;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  Tensor af = a.to(kDouble), bf = b.to(kDouble);
+  return ((af - bf).abs() <= bf.abs() * rtol + atol).all().item<bool>();
+}
+bool equal(const Tensor& a, const Tensor& b) {
+  return a.sizes() == b.sizes() && (a == b).all().item<bool>();
+}
+
+// --- operators ---
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return sub(wrap_scalar(a, b), b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return div(wrap_scalar(a, b), b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, wrap_scalar(b, a)); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, wrap_scalar(b, a)); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, wrap_scalar(b, a)); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, wrap_scalar(b, a)); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, wrap_scalar(b, a)); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, wrap_scalar(b, a)); }
+Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+
+// --- methods ---
+
+Tensor Tensor::neg() const { return kiln::neg(*this); }
+Tensor Tensor::abs() const { return kiln::abs(*this); }
+Tensor Tensor::exp() const { return kiln::exp(*this); }
+Tensor Tensor::log() const { return kiln::log(*this); }
+Tensor Tensor::log1p() const { return kiln::log1p(*this); }
+Tensor Tensor::log2() const { return kiln::log2(*this); }
+Tensor Tensor::sqrt() const { return kiln::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return kiln::rsqrt(*this); }
+Tensor Tensor::sin() const { return kiln::sin(*this); }
+Tensor Tensor::cos() const { return kiln::cos(*this); }
+Tensor Tensor::tanh() const { return kiln::tanh(*this); }
+Tensor Tensor::sigmoid() const { return kiln::sigmoid(*this); }
+Tensor Tensor::relu() const { return kiln::relu(*this); }
+Tensor Tensor::gelu(const std::string& a) const { return kiln::gelu(*this, a); }
+Tensor Tensor::silu() const { return kiln::silu(*this); }
+Tensor Tensor::erf() const { return kiln::erf(*this); }
+Tensor Tensor::sign() const { return kiln::sign(*this); }
+Tensor Tensor::reciprocal() const { return kiln::reciprocal(*this); }
+Tensor Tensor::square() const { return kiln::square(*this); }
+Tensor Tensor::pow(const Tensor& e) const { return kiln::pow(*this, e); }
+Tensor Tensor::pow(const Scalar& e) const { return kiln::pow(*this, e); }
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return kiln::clamp(*this, lo, hi); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return kiln::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return kiln::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return kiln::mul(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return kiln::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return kiln::div(*this, o); }
+Tensor Tensor::div(const Scalar& o) const { return kiln::div(*this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return kiln::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return kiln::minimum(*this, o); }
+Tensor Tensor::eq(const Tensor& o) const { return kiln::eq(*this, o); }
+Tensor Tensor::eq(const Scalar& o) const { return *this == o; }
+Tensor Tensor::ne(const Tensor& o) const { return kiln::ne(*this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return *this != o; }
+Tensor Tensor::lt(const Tensor& o) const { return kiln::lt(*this, o); }
+Tensor Tensor::lt(const Scalar& o) const { return *this < o; }
+Tensor Tensor::le(const Tensor& o) const { return kiln::le(*this, o); }
+Tensor Tensor::le(const Scalar& o) const { return *this <= o; }
+Tensor Tensor::gt(const Tensor& o) const { return kiln::gt(*this, o); }
+Tensor Tensor::gt(const Scalar& o) const { return *this > o; }
+Tensor Tensor::ge(const Tensor& o) const { return kiln::ge(*this, o); }
+Tensor Tensor::ge(const Scalar& o) const { return *this >= o; }
+Tensor Tensor::logical_not() const { return kiln::logical_not(*this); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return kiln::masked_fill(*this, mask, v); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& v) const { return kiln::where(mask, v, *this); }
+Tensor Tensor::where(const Tensor& cond, const Tensor& other) const { return kiln::where(cond, *this, other); }
+
+}  // namespace kiln

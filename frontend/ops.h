@@ -1,0 +1,174 @@
+// Free functions over tensors, with libtorch's names and signatures.
+#pragma once
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "frontend/tensor.h"
+
+namespace kiln {
+
+// --- creation ---
+Tensor tensor(const std::vector<double>& values, const TensorOptions& o = {});
+Tensor tensor(const std::vector<float>& values, const TensorOptions& o = {});
+Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& o = {});
+Tensor tensor(const std::vector<int>& values, const TensorOptions& o = {});
+Tensor tensor(const std::vector<bool>& values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<double> values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<float> values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<int> values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<bool> values, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<std::initializer_list<int64_t>> rows, const TensorOptions& o = {});
+Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& o = {});
+Tensor tensor(double value, const TensorOptions& o = {});
+Tensor tensor(float value, const TensorOptions& o = {});
+Tensor tensor(int64_t value, const TensorOptions& o = {});
+Tensor tensor(int value, const TensorOptions& o = {});
+Tensor scalar_tensor(const Scalar& s, const TensorOptions& o = {});
+Tensor zeros(IntArrayRef size, const TensorOptions& o = {});
+Tensor ones(IntArrayRef size, const TensorOptions& o = {});
+Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o = {});
+Tensor empty(IntArrayRef size, const TensorOptions& o = {});
+Tensor arange(const Scalar& end, const TensorOptions& o = {});
+Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& o = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o = {});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o = {});
+Tensor eye(int64_t n, const TensorOptions& o = {});
+Tensor eye(int64_t n, int64_t m, const TensorOptions& o = {});
+Tensor rand(IntArrayRef size, const TensorOptions& o = {});
+Tensor randn(IntArrayRef size, const TensorOptions& o = {});
+Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& o = kLong);
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o = kLong);
+Tensor randperm(int64_t n, const TensorOptions& o = kLong);
+Tensor zeros_like(const Tensor& t, const TensorOptions& o = {});
+Tensor ones_like(const Tensor& t, const TensorOptions& o = {});
+Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& o = {});
+Tensor empty_like(const Tensor& t, const TensorOptions& o = {});
+Tensor rand_like(const Tensor& t, const TensorOptions& o = {});
+Tensor randn_like(const Tensor& t, const TensorOptions& o = {});
+// Copies `data` (kiln owns its storage; libtorch would alias it).
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o = {});
+void manual_seed(uint64_t seed);
+
+// --- elementwise ---
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor pow(const Tensor& x, const Tensor& e);
+Tensor pow(const Tensor& x, const Scalar& e);
+Tensor pow(const Scalar& x, const Tensor& e);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clamp_min(const Tensor& x, const Scalar& min);
+Tensor clamp_max(const Tensor& x, const Scalar& max);
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Scalar& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Scalar& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight);
+Tensor addcmul(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value = 1);
+Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& value = 1);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+bool equal(const Tensor& a, const Tensor& b);
+
+// --- reductions ---
+Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor max(const Tensor& x);
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor min(const Tensor& x);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor var(const Tensor& x, bool unbiased = true);
+Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& x, bool unbiased = true);
+Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
+Tensor norm(const Tensor& x, const Scalar& p = 2);
+Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+
+// --- shape ---
+Tensor reshape(const Tensor& x, IntArrayRef shape);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& x, IntArrayRef dims);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor squeeze(const Tensor& x);
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor cat(const TensorList& tensors, int64_t dim = 0);
+Tensor stack(const TensorList& tensors, int64_t dim = 0);
+std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+
+// --- linear algebra and indexing ---
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor one_hot(const Tensor& labels, int64_t num_classes = -1);
+
+// --- losses (also in nn::functional) ---
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", double beta = 1.0);
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction = "mean");
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction = "mean", double label_smoothing = 0.0);
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+
+}  // namespace kiln

@@ -1,0 +1,220 @@
+// Reductions. The IR reduction keeps reduced axes as size 1; keepdim=false is a view on top.
+#include <cmath>
+#include <limits>
+
+#include "frontend/derivatives.h"
+#include "frontend/ops.h"
+
+namespace kiln {
+
+using ir::Op;
+using detail::primitive;
+using detail::wrap_dim;
+
+namespace {
+
+// Sorted, unique, non-negative axes; an empty list means every axis (PyTorch's dim=[]).
+std::vector<int64_t> normalize_axes(const Tensor& x, IntArrayRef dims, const char* op) {
+  std::vector<bool> seen(std::max<int64_t>(x.dim(), 1), false);
+  std::vector<int64_t> axes;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
+    return axes;
+  }
+  for (int64_t d : dims) {
+    int64_t a = wrap_dim(d, x.dim(), op);
+    KILN_CHECK(!seen[a], op, ": dim ", a, " appears multiple times in the list of dims");
+    seen[a] = true;
+    if (x.dim() > 0) axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Shape kept_shape(const Tensor& x, const std::vector<int64_t>& axes) {
+  Shape s = x.sizes().vec();
+  for (auto a : axes) s[a] = 1;
+  return s;
+}
+
+Tensor drop_axes(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  if (keepdim) return r;
+  Shape s;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) s.push_back(x.size(d));
+  return r.reshape(s);
+}
+
+Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType dtype, const char* name) {
+  auto axes = normalize_axes(x, dims, name);
+  Tensor in = x.to(dtype);
+  if (op == Op::ReduceMax || op == Op::ReduceMin)
+    for (auto a : axes)
+      KILN_CHECK(x.size(a) > 0, name, ": expected reduction dim ", a, " to have non-zero size (input ",
+                 detail::shape_str(x), ")");
+  Tensor r = primitive(op, {in}, kept_shape(x, axes), dtype, detail::Attrs{axes});
+  return drop_axes(r, x, axes, keepdim);
+}
+
+// sum and prod of bool and integer tensors accumulate in int64, as in PyTorch.
+ScalarType accumulate_type(const Tensor& x, std::optional<ScalarType> dtype) {
+  return dtype ? *dtype : x.is_floating_point() ? x.dtype() : kLong;
+}
+
+int64_t count_over(const Tensor& x, const std::vector<int64_t>& axes) {
+  int64_t n = 1;
+  for (auto a : axes) n *= x.size(a);
+  return n;
+}
+
+Tensor arg_reduce(Op op, const Tensor& x, std::optional<int64_t> dim, bool keepdim, const char* name) {
+  if (!dim) {
+    KILN_CHECK(x.numel() > 0, name, ": expected a non-empty tensor (input ", detail::shape_str(x), ")");
+    Tensor r = arg_reduce(op, x.reshape({-1}), 0, false, name);
+    return keepdim ? r.reshape(Shape(x.dim(), 1)) : r;
+  }
+  int64_t d = wrap_dim(*dim, x.dim(), name);
+  if (x.dim() == 0) return zeros({}, kLong);
+  KILN_CHECK(x.size(d) > 0, name, ": expected reduction dim ", d, " to have non-zero size (input ",
+             detail::shape_str(x), ")");
+  Tensor r = primitive(op, {x}, kept_shape(x, {d}), kLong, detail::Attrs{{d}});
+  return drop_axes(r, x, {d}, keepdim);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) { return sum(x, {}, false, dtype); }
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  return reduce(Op::Sum, x, dims, keepdim, accumulate_type(x, dtype), "sum");
+}
+
+Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) { return mean(x, {}, false, dtype); }
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  ScalarType t = dtype.value_or(x.dtype());
+  KILN_CHECK(is_floating(t), "mean: could not infer output dtype. Input dtype must be either a floating point "
+             "or complex dtype. Got: ", x.dtype());
+  auto axes = normalize_axes(x, dims, "mean");
+  return sum(x, dims, keepdim, t) / double(count_over(x, axes));
+}
+
+Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
+  return reduce(Op::Prod, x, {}, false, accumulate_type(x, dtype), "prod");
+}
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return reduce(Op::Prod, x, {dim}, keepdim, accumulate_type(x, dtype), "prod");
+}
+
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(Op::ReduceMax, x, dims, keepdim, x.dtype(), "amax");
+}
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(Op::ReduceMin, x, dims, keepdim, x.dtype(), "amin");
+}
+Tensor max(const Tensor& x) { return amax(x); }
+Tensor min(const Tensor& x) { return amin(x); }
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return {reduce(Op::ReduceMax, x, {dim}, keepdim, x.dtype(), "max"), arg_reduce(Op::ArgMax, x, dim, keepdim, "max")};
+}
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return {reduce(Op::ReduceMin, x, {dim}, keepdim, x.dtype(), "min"), arg_reduce(Op::ArgMin, x, dim, keepdim, "min")};
+}
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(Op::ArgMax, x, dim, keepdim, "argmax");
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(Op::ArgMin, x, dim, keepdim, "argmin");
+}
+
+Tensor var(const Tensor& x, bool unbiased) { return var(x, {}, unbiased, false); }
+Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  KILN_CHECK(x.is_floating_point(), "var: only floating point inputs are supported (got ", detail::shape_str(x), ")");
+  auto axes = normalize_axes(x, dims, "var");
+  const int64_t n = count_over(x, axes);
+  Tensor centered = x - mean(x, axes, true);
+  return sum(centered * centered, axes, keepdim) / double(std::max<int64_t>(n - (unbiased ? 1 : 0), 0));
+}
+Tensor std(const Tensor& x, bool unbiased) { return sqrt(var(x, unbiased)); }
+Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  return sqrt(var(x, dims, unbiased, keepdim));
+}
+
+Tensor norm(const Tensor& x, const Scalar& p) { return norm(x, p, {}, false); }
+Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  KILN_CHECK(x.is_floating_point(), "norm: only floating point inputs are supported (got ", detail::shape_str(x), ")");
+  const double order = p.toDouble();
+  if (std::isinf(order)) return order > 0 ? amax(x.abs(), dims, keepdim) : amin(x.abs(), dims, keepdim);
+  if (order == 1) return sum(x.abs(), dims, keepdim);
+  if (order == 2) return sqrt(sum(x * x, dims, keepdim));
+  return pow(sum(pow(x.abs(), order), dims, keepdim), 1.0 / order);
+}
+
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  auto axes = normalize_axes(x, dims, "logsumexp");
+  Tensor xf = x.is_floating_point() ? x : x.to(kFloat);
+  // Shift by the (constant) maximum for stability; an infinite maximum shifts by zero.
+  Tensor m = amax(xf, axes, true).detach();
+  m = where(m.abs() == std::numeric_limits<double>::infinity(), zeros_like(m), m);
+  Tensor r = log(sum(exp(xf - m), axes, true)) + m;
+  return drop_axes(r, x, axes, keepdim);
+}
+
+Tensor all(const Tensor& x) { return reduce(Op::ReduceMin, x.to(kBool), {}, false, kBool, "all"); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce(Op::ReduceMin, x.to(kBool), {dim}, keepdim, kBool, "all");
+}
+Tensor any(const Tensor& x) { return reduce(Op::ReduceMax, x.to(kBool), {}, false, kBool, "any"); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce(Op::ReduceMax, x.to(kBool), {dim}, keepdim, kBool, "any");
+}
+
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  Tensor xf = dtype ? x.to(*dtype) : x.is_floating_point() ? x : x.to(kFloat);
+  int64_t d = wrap_dim(dim, xf.dim(), "softmax");
+  if (xf.dim() == 0) return ones_like(xf);
+  Tensor e = exp(xf - amax(xf, {d}, true).detach());
+  return e / sum(e, {d}, true);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  Tensor xf = dtype ? x.to(*dtype) : x.is_floating_point() ? x : x.to(kFloat);
+  int64_t d = wrap_dim(dim, xf.dim(), "log_softmax");
+  if (xf.dim() == 0) return zeros_like(xf);
+  Tensor shifted = xf - amax(xf, {d}, true).detach();
+  return shifted - log(sum(exp(shifted), {d}, true));
+}
+
+Tensor Tensor::sum(std::optional<ScalarType> t) const { return kiln::sum(*this, t); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<ScalarType> t) const {
+  return kiln::sum(*this, dims, keepdim, t);
+}
+Tensor Tensor::mean(std::optional<ScalarType> t) const { return kiln::mean(*this, t); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<ScalarType> t) const {
+  return kiln::mean(*this, dims, keepdim, t);
+}
+Tensor Tensor::prod(std::optional<ScalarType> t) const { return kiln::prod(*this, t); }
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> t) const {
+  return kiln::prod(*this, dim, keepdim, t);
+}
+Tensor Tensor::max() const { return kiln::max(*this); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return kiln::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return kiln::min(*this); }
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return kiln::min(*this, dim, keepdim); }
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return kiln::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return kiln::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(bool unbiased) const { return kiln::var(*this, unbiased); }
+Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const { return kiln::var(*this, dims, unbiased, keepdim); }
+Tensor Tensor::std(bool unbiased) const { return kiln::std(*this, unbiased); }
+Tensor Tensor::std(IntArrayRef dims, bool unbiased, bool keepdim) const { return kiln::std(*this, dims, unbiased, keepdim); }
+Tensor Tensor::norm(const Scalar& p) const { return kiln::norm(*this, p); }
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const { return kiln::norm(*this, p, dims, keepdim); }
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return kiln::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::all() const { return kiln::all(*this); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return kiln::all(*this, dim, keepdim); }
+Tensor Tensor::any() const { return kiln::any(*this); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return kiln::any(*this, dim, keepdim); }
+Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> t) const { return kiln::softmax(*this, dim, t); }
+Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> t) const { return kiln::log_softmax(*this, dim, t); }
+
+}  // namespace kiln

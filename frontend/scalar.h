@@ -1,0 +1,66 @@
+// Scalar: a number given where a tensor may stand (x * 2, full(..., 0.5)), and TensorOptions.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "runtime/dtype.h"
+
+namespace kiln {
+
+class Scalar {
+ public:
+  Scalar() = default;
+  template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Scalar(T v) : value_(double(v)), type_(std::is_same_v<T, bool>          ? kBool
+                                         : std::is_integral_v<T> ? kLong
+                                                                 : kDouble) {}
+  double toDouble() const { return value_; }
+  float toFloat() const { return float(value_); }
+  int64_t toLong() const { return int64_t(value_); }
+  int64_t toInt() const { return int64_t(value_); }
+  bool toBool() const { return value_ != 0; }
+  template <typename T> T to() const { return static_cast<T>(value_); }
+  // The category the number came from: bool, integer or floating (as kDouble).
+  ScalarType type() const { return type_; }
+  bool isFloatingPoint() const { return type_ == kDouble; }
+  bool isIntegral(bool include_bool = false) const { return type_ == kLong || (include_bool && type_ == kBool); }
+
+ private:
+  double value_ = 0;
+  ScalarType type_ = kDouble;
+};
+
+enum class DeviceType : uint8_t { CPU };
+inline constexpr DeviceType kCPU = DeviceType::CPU;
+
+struct TensorOptions {
+  TensorOptions() = default;
+  TensorOptions(ScalarType t) : dtype_(t), has_dtype_(true) {}
+  TensorOptions(DeviceType) {}
+  TensorOptions dtype(ScalarType t) const {
+    auto o = *this;
+    o.dtype_ = t;
+    o.has_dtype_ = true;
+    return o;
+  }
+  TensorOptions requires_grad(bool r) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
+  TensorOptions device(DeviceType) const { return *this; }
+  ScalarType dtype() const { return dtype_; }
+  bool has_dtype() const { return has_dtype_; }
+  bool requires_grad() const { return requires_grad_; }
+
+ private:
+  ScalarType dtype_ = kFloat;
+  bool has_dtype_ = false;
+  bool requires_grad_ = false;
+};
+
+inline TensorOptions dtype(ScalarType t) { return TensorOptions().dtype(t); }
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
+inline TensorOptions device(DeviceType) { return TensorOptions(); }
+
+}  // namespace kiln

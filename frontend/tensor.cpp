@@ -1,0 +1,258 @@
+// Tensor metadata, reading values, autograd accessors, conversions and the in-place path.
+#include "frontend/tensor.h"
+
+#include <cstring>
+
+#include "frontend/autograd.h"
+#include "frontend/derivatives.h"
+#include "frontend/ops.h"
+#include "frontend/trace.h"
+
+namespace kiln {
+
+using detail::wrap_dim;
+
+int64_t Tensor::size(int64_t d) const { return impl().sizes[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return impl().strides[wrap_dim(d, dim(), "stride")]; }
+
+bool Tensor::is_contiguous() const {
+  const auto& s = impl().sizes;
+  const auto& st = impl().strides;
+  int64_t expected = 1;
+  for (int i = int(s.size()) - 1; i >= 0; --i) {
+    if (s[i] == 1) continue;
+    if (st[i] != expected) return false;
+    expected *= s[i];
+  }
+  return true;
+}
+
+bool Tensor::is_alias_of(const Tensor& o) const { return impl().storage == o.impl().storage; }
+
+std::string Tensor::toString() const {
+  return detail::concat(torch_type_name(dtype()), "{", sizes().vec(), "}");
+}
+
+// --- reading values ---
+
+namespace {
+const char* element_base(const TensorImpl& impl) {
+  const BufferPtr& buf = tracer::materialize(*impl.storage);
+  return static_cast<const char*>(buf->data()) + impl.offset * element_size(impl.dtype);
+}
+
+template <typename T>
+T convert(const char* p, ScalarType t) {
+  switch (t) {
+    case kBool: return T(*reinterpret_cast<const uint8_t*>(p) != 0);
+    case kLong: return T(*reinterpret_cast<const int64_t*>(p));
+    case kFloat: return T(*reinterpret_cast<const float*>(p));
+    case kDouble: return T(*reinterpret_cast<const double*>(p));
+  }
+  return T();
+}
+}  // namespace
+
+template <typename T>
+T Tensor::item() const {
+  KILN_CHECK(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
+  return convert<T>(element_base(impl()), dtype());
+}
+
+Scalar Tensor::item() const {
+  switch (dtype()) {
+    case kBool: return Scalar(item<bool>());
+    case kLong: return Scalar(item<int64_t>());
+    default: return Scalar(item<double>());
+  }
+}
+
+template <typename T>
+T* Tensor::data_ptr() const {
+  if constexpr (!std::is_same_v<T, void>) {
+    KILN_CHECK(dtype() == dtype_of<T>(), "data_ptr: expected scalar type ", dtype_of<T>(),
+               " but found ", dtype());
+  }
+  return reinterpret_cast<T*>(const_cast<char*>(element_base(impl())));
+}
+void* Tensor::data_ptr() const { return const_cast<char*>(element_base(impl())); }
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out;
+  out.reserve(numel());
+  if (numel() == 0) return out;
+  const char* base = element_base(impl());
+  const size_t es = element_size(dtype());
+  const auto& s = impl().sizes;
+  const auto& st = impl().strides;
+  std::vector<int64_t> idx(s.size(), 0);
+  for (int64_t n = 0; n < numel(); ++n) {
+    int64_t off = 0;
+    for (size_t d = 0; d < s.size(); ++d) off += idx[d] * st[d];
+    out.push_back(convert<T>(base + off * es, dtype()));
+    for (int d = int(s.size()) - 1; d >= 0 && ++idx[d] == s[d]; --d) idx[d] = 0;
+  }
+  return out;
+}
+
+#define KILN_INSTANTIATE(T)                             \
+  template T Tensor::item<T>() const;                   \
+  template std::vector<T> Tensor::to_vector<T>() const;
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(int)
+KILN_INSTANTIATE(bool)
+#undef KILN_INSTANTIATE
+template float* Tensor::data_ptr<float>() const;
+template double* Tensor::data_ptr<double>() const;
+template int64_t* Tensor::data_ptr<int64_t>() const;
+template bool* Tensor::data_ptr<bool>() const;
+
+void sync() { tracer::flush(); }
+
+// --- autograd accessors ---
+
+namespace {
+autograd::AutogradMeta& meta(TensorImpl& impl) {
+  if (!impl.autograd) impl.autograd = std::make_unique<autograd::AutogradMeta>();
+  return *impl.autograd;
+}
+}  // namespace
+
+bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool r) {
+  KILN_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf "
+             "variables. If you want to use a computed variable in a subgraph that doesn't require "
+             "differentiation use var_no_grad = var.detach().");
+  KILN_CHECK(!r || is_floating_point(), "requires_grad_: only Tensors of floating point dtype can "
+             "require gradients (got ", dtype(), ")");
+  meta(impl()).requires_grad = r;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor undefined;
+  return impl().autograd ? impl().autograd->grad : undefined;
+}
+Tensor& Tensor::mutable_grad() { return meta(impl()).grad; }
+
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  return impl().autograd ? impl().autograd->grad_fn : nullptr;
+}
+bool Tensor::is_leaf() const { return !impl().autograd || !impl().autograd->grad_fn; }
+int64_t Tensor::output_nr() const { return impl().autograd ? impl().autograd->output_nr : 0; }
+int64_t Tensor::_version() const { return impl().storage->version; }
+
+void Tensor::retain_grad() {
+  KILN_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;
+  meta(impl()).retains_grad = true;
+  autograd::internal::remember_hooked(*this);
+}
+bool Tensor::retains_grad() const { return impl().autograd && impl().autograd->retains_grad; }
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      std::optional<TensorList> inputs) const {
+  autograd::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{}, retain_graph,
+                     create_graph, inputs.value_or(TensorList{}));
+}
+
+Tensor Tensor::detach() const { return detail::alias(*this, impl().sizes, impl().strides, impl().offset); }
+
+Tensor& Tensor::detach_() {
+  impl().autograd.reset();
+  return *this;
+}
+
+unsigned Tensor::register_hook(std::function<Tensor(Tensor)> hook) const {
+  KILN_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  auto& m = meta(const_cast<TensorImpl&>(impl()));
+  m.hooks.emplace_back(m.next_hook, std::move(hook));
+  autograd::internal::remember_hooked(*this);
+  return m.next_hook++;
+}
+unsigned Tensor::register_hook(std::function<void(Tensor)> hook) const {
+  return register_hook(std::function<Tensor(Tensor)>([hook](Tensor g) {
+    hook(g);
+    return Tensor();
+  }));
+}
+void Tensor::remove_hook(unsigned handle) const {
+  if (!impl().autograd) return;
+  auto& hooks = impl().autograd->hooks;
+  for (auto it = hooks.begin(); it != hooks.end(); ++it)
+    if (it->first == handle) {
+      hooks.erase(it);
+      return;
+    }
+}
+
+// --- conversions and copies ---
+
+Tensor Tensor::to(ScalarType t, bool, bool copy) const {
+  if (t == dtype()) return copy ? clone() : *this;
+  return detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+}
+Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
+  return o.has_dtype() ? to(o.dtype(), nb, copy) : (copy ? clone() : *this);
+}
+
+Tensor Tensor::clone() const { return detail::primitive(ir::Op::Copy, {*this}, impl().sizes, dtype()); }
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor& Tensor::copy_(const Tensor& src, bool) { return assign_(src); }
+
+Tensor& Tensor::assign_(const Tensor& value_in) {
+  TensorImpl& self = impl();
+  const bool grad_mode = autograd::GradMode::is_enabled();
+  KILN_CHECK(!(grad_mode && requires_grad() && is_leaf()),
+             "in-place op: a leaf Variable that requires grad is being used in an in-place operation.");
+  Tensor value = value_in.to(dtype());
+  if (value.sizes() != sizes()) {
+    KILN_CHECK(value.dim() <= dim(), "in-place op: output with shape ", sizes().vec(),
+               " doesn't match the broadcast shape ", value.sizes().vec());
+    value = value.expand(sizes());
+  }
+  const bool history = grad_mode && value.requires_grad();
+  const bool covers_storage = self.offset == 0 && is_contiguous() && numel() == self.storage->numel;
+  KILN_CHECK(!(history && !covers_storage),
+             "in-place op: writing a value that requires grad into a view (", detail::shape_str(*this),
+             ") is not supported; write out of place instead");
+  ir::NodePtr content;
+  if (covers_storage && value.is_contiguous() && value.storage_offset() == 0 &&
+      value.numel() == value.impl().storage->numel) {
+    content = value.impl().storage->node;  // the value's node is exactly the new content
+  } else if (covers_storage) {
+    ir::Node n;  // the whole storage is overwritten: a copy, no need to read the old content
+    n.op = ir::Op::Copy;
+    n.dtype = dtype();
+    n.shape = self.sizes;
+    n.inputs = {detail::operand(value)};
+    content = tracer::record(std::move(n));
+  } else {
+    ir::Node n;
+    n.op = ir::Op::WriteView;
+    n.dtype = dtype();
+    n.shape = {self.storage->numel};
+    n.inputs = {ir::Operand{self.storage->node, ir::View{{self.storage->numel}, {1}, 0}},
+                detail::operand(value)};
+    n.ints = self.sizes;
+    n.ints.insert(n.ints.end(), self.strides.begin(), self.strides.end());
+    n.ints.push_back(self.offset);
+    content = tracer::record(std::move(n));
+  }
+  tracer::set_content(self.storage, std::move(content));
+  if (history) {
+    detail::set_history(*this, value.grad_fn(), uint32_t(value.output_nr()));
+  } else if (grad_mode && requires_grad() && covers_storage) {
+    // Overwritten by a value without history: gradients stop here, as they would in PyTorch.
+    impl().autograd->grad_fn.reset();
+    impl().autograd->requires_grad = false;
+  }
+  return *this;
+}
+
+}  // namespace kiln

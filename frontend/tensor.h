@@ -1,0 +1,293 @@
+// kiln::Tensor: a handle to a strided view of a lazily computed storage, with autograd metadata.
+// Every op records IR and returns at once; values are computed when something reads them.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "frontend/scalar.h"
+#include "runtime/error.h"
+#include "runtime/shape.h"
+
+namespace kiln {
+
+struct Storage;
+class Tensor;
+using TensorList = std::vector<Tensor>;
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape sizes, strides;
+  int64_t offset = 0;
+  ScalarType dtype = kFloat;
+  std::unique_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
+  ~TensorImpl();
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- metadata ---
+  bool defined() const { return impl_ != nullptr; }
+  IntArrayRef sizes() const { return impl().sizes; }
+  IntArrayRef strides() const { return impl().strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return int64_t(impl().sizes.size()); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return numel_of(impl().sizes); }
+  ScalarType dtype() const { return impl().dtype; }
+  ScalarType scalar_type() const { return impl().dtype; }
+  int64_t storage_offset() const { return impl().offset; }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  bool is_alias_of(const Tensor& o) const;
+  TensorOptions options() const { return TensorOptions(dtype()); }
+  std::string toString() const;
+  TensorImpl* unsafeGetTensorImpl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  // --- reading values (these flush) ---
+  template <typename T> T item() const;
+  Scalar item() const;
+  template <typename T> T* data_ptr() const;
+  void* data_ptr() const;
+  template <typename T> std::vector<T> to_vector() const;  // contiguous copy of the values
+
+  // --- autograd ---
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool r = true);
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  bool is_leaf() const;
+  int64_t output_nr() const;
+  int64_t _version() const;
+  void retain_grad();
+  bool retains_grad() const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, std::optional<TensorList> inputs = std::nullopt) const;
+  Tensor detach() const;
+  Tensor& detach_();
+  // Hooks see the gradient of this tensor; one returning a tensor replaces the gradient.
+  unsigned register_hook(std::function<Tensor(Tensor)> hook) const;
+  unsigned register_hook(std::function<void(Tensor)> hook) const;
+  template <typename F>
+  unsigned register_hook(F&& f) const {
+    if constexpr (std::is_same_v<std::invoke_result_t<F, Tensor>, void>)
+      return register_hook(std::function<void(Tensor)>(std::forward<F>(f)));
+    else
+      return register_hook(std::function<Tensor(Tensor)>(std::forward<F>(f)));
+  }
+  void remove_hook(unsigned handle) const;
+
+  // --- conversion and copies ---
+  Tensor to(ScalarType t, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& o, bool non_blocking = false, bool copy = false) const;
+  Tensor toType(ScalarType t) const { return to(t); }
+  Tensor type_as(const Tensor& o) const { return to(o.dtype()); }
+  Tensor clone() const;
+  Tensor contiguous() const;
+  Tensor cpu() const { return *this; }
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+
+  // --- views (share storage) ---
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor view_as(const Tensor& o) const { return view(o.sizes()); }
+  Tensor reshape_as(const Tensor& o) const { return reshape(o.sizes()); }
+  Tensor t() const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor expand(IntArrayRef sizes, bool implicit = false) const;
+  Tensor expand_as(const Tensor& o) const { return expand(o.sizes()); }
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+
+  // --- elementwise ---
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu(const std::string& approximate = "none") const;
+  Tensor silu() const;
+  Tensor erf() const;
+  Tensor sign() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(const Scalar& e) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(const Scalar& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor div(const Scalar& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ne(const Scalar& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor lt(const Scalar& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor le(const Scalar& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor gt(const Scalar& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor ge(const Scalar& o) const;
+  Tensor logical_not() const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  Tensor where(const Tensor& cond, const Tensor& other) const;  // cond ? self : other
+
+  // --- reductions ---
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(bool unbiased = true) const;
+  Tensor var(IntArrayRef dims, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(bool unbiased = true) const;
+  Tensor std(IntArrayRef dims, bool unbiased = true, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const Scalar& p, IntArrayRef dims, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+
+  // --- linear algebra and indexing ---
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor bmm(const Tensor& o) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+
+  // --- in place (bump the version counter) ---
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(const Scalar& o);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& zero_();
+  Tensor& fill_(const Scalar& v);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& addcmul_(const Tensor& a, const Tensor& b, const Scalar& value = 1);
+  Tensor& addcdiv_(const Tensor& a, const Tensor& b, const Scalar& value = 1);
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);
+  Tensor& sqrt_();
+  Tensor& relu_();
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor operator-() const { return neg(); }
+  Tensor operator~() const { return logical_not(); }
+
+  // Replaces this tensor's values (and, under autograd, its history) with `value` computed out
+  // of place: the one path every in-place op takes.
+  Tensor& assign_(const Tensor& value);
+
+ private:
+  TensorImpl& impl() const {
+    KILN_CHECK(impl_, "tensor: operation on an undefined tensor");
+    return *impl_;
+  }
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Binary operators with tensors or numbers on either side.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator&&(const Tensor& a, const Tensor& b);
+Tensor operator||(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+
+// Forces every pending value of this thread's segment to be computed.
+void sync();
+
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// A plan is the order in which a flush computes nodes, and when each intermediate may be freed.
+// Today it is the live part of the segment in dependency order, one node per step (dead-code
+// elimination falls out: what no root reaches is never visited). Partitioning into fused kernels
+// replaces the one-node steps later without changing this interface.
+#pragma once
+#include <vector>
+
+#include "tracer/ir.h"
+
+namespace kiln::fusion {
+
+struct Step {
+  ir::NodePtr node;
+  std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step
+};
+
+struct Plan {
+  std::vector<Step> steps;
+};
+
+// Orders the pending nodes that `roots` depend on. Roots keep their results; any other node's
+// result is released after its last reader in the plan has run.
+Plan make_plan(const std::vector<ir::NodePtr>& roots);
+
+}  // namespace kiln::fusion

@@ -1,0 +1,7 @@
+// kiln: lazy, fused tensors with reverse-mode autograd. The public API, namespace kiln.
+#pragma once
+#include "frontend/autograd.h"
+#include "frontend/ops.h"
+#include "frontend/tensor.h"
+#include "runtime/config.h"
+#include "runtime/stats.h"

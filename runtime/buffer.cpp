@@ -1,0 +1,76 @@
+#include "runtime/buffer.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "runtime/error.h"
+#include "runtime/stats.h"
+
+namespace kiln {
+namespace {
+
+// Blocks are rounded up to a size class (64-byte granules below 4 KiB, then powers of two split
+// into quarters) so that near sizes share blocks. Alignment is 64 bytes for vector loads.
+size_t size_class(size_t bytes) {
+  if (bytes <= 4096) return ((bytes + 63) / 64) * 64 + (bytes == 0 ? 64 : 0);
+  size_t p = 4096;
+  while (p < bytes) p <<= 1;
+  size_t quarter = p / 8;  // classes at 5/8, 6/8, 7/8 and 8/8 of the power of two
+  size_t c = p / 2;
+  while (c < bytes) c += quarter;
+  return c;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::multimap<size_t, void*> free_blocks;
+  size_t cached_bytes = 0;
+  static constexpr size_t kMaxCachedBytes = size_t(4) << 30;
+};
+Cache& cache() {
+  static Cache* c = new Cache;  // leaked on purpose: buffers may die after static destruction
+  return *c;
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t bytes) : bytes_(bytes), capacity_(size_class(bytes)) {
+  auto& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free_blocks.find(capacity_);
+    if (it != c.free_blocks.end()) {
+      data_ = it->second;
+      c.free_blocks.erase(it);
+      c.cached_bytes -= capacity_;
+      stats_add(&Stats::allocator_hits, 1);
+      return;
+    }
+  }
+  data_ = std::aligned_alloc(64, capacity_);
+  KILN_CHECK(data_, "allocator: out of memory allocating ", bytes, " bytes");
+  stats_add(&Stats::allocator_mallocs, 1);
+}
+
+Buffer::~Buffer() {
+  auto& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.cached_bytes + capacity_ > Cache::kMaxCachedBytes) {
+    std::free(data_);
+    return;
+  }
+  c.free_blocks.emplace(capacity_, data_);
+  c.cached_bytes += capacity_;
+}
+
+void empty_allocator_cache() {
+  auto& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto& [size, ptr] : c.free_blocks) std::free(ptr);
+  c.free_blocks.clear();
+  c.cached_bytes = 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,38 @@
+#include "runtime/config.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include <cblas.h>
+
+namespace kiln {
+namespace {
+Config load_from_env() {
+  Config c;
+  if (const char* v = std::getenv("KILN_LAZY")) c.lazy = std::string(v) != "0";
+  if (const char* v = std::getenv("KILN_SEGMENT_CAP")) c.segment_node_cap = std::atoll(v);
+  if (const char* v = std::getenv("KILN_BACKEND")) c.backend = v;
+  if (const char* v = std::getenv("KILN_LOG")) c.log_level = v;
+  if (const char* v = std::getenv("KILN_NUM_THREADS")) c.num_threads = std::atoi(v);
+  return c;
+}
+}  // namespace
+
+Config& config() {
+  static Config c = load_from_env();
+  return c;
+}
+
+void set_lazy(bool lazy) { config().lazy = lazy; }
+bool is_lazy() { return config().lazy; }
+
+void set_num_threads(int n) {
+  config().num_threads = n;
+  openblas_set_num_threads(n > 0 ? n : int(std::thread::hardware_concurrency()));
+}
+int get_num_threads() {
+  int n = config().num_threads;
+  return n > 0 ? n : int(std::thread::hardware_concurrency());
+}
+
+}  // namespace kiln

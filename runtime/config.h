@@ -1,0 +1,22 @@
+// Settings read once from KILN_* environment variables, overridable from code.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+struct Config {
+  bool lazy = true;                // KILN_LAZY=0 runs every op at once (the eager baseline)
+  int64_t segment_node_cap = 20000;  // KILN_SEGMENT_CAP: a segment this long is flushed
+  std::string backend = "interp";  // KILN_BACKEND
+  std::string log_level = "warn";  // KILN_LOG
+  int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores
+};
+Config& config();
+
+void set_lazy(bool lazy);
+bool is_lazy();
+void set_num_threads(int n);
+int get_num_threads();
+
+}  // namespace kiln

@@ -1,0 +1,25 @@
+// Process-wide counters: what was traced, flushed, launched and compiled.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <ostream>
+
+namespace kiln {
+
+struct Stats {
+  int64_t ops_traced = 0;        // IR nodes recorded
+  int64_t flushes = 0;           // segments turned into buffers
+  int64_t nodes_executed = 0;    // IR nodes computed by flushes
+  int64_t kernel_launches = 0;   // kernels run (the interpreter runs one per node)
+  int64_t kernels_compiled = 0;  // kernels built in this process
+  int64_t kernels_loaded = 0;    // kernels taken from the disk cache
+  int64_t allocator_mallocs = 0;
+  int64_t allocator_hits = 0;
+};
+std::ostream& operator<<(std::ostream& os, const Stats& s);
+
+Stats stats();
+void reset_stats();
+void stats_add(int64_t Stats::*field, int64_t n);
+
+}  // namespace kiln

@@ -1,0 +1,57 @@
+// The lazy IR. A node is one primitive op over operands; an operand is a strided view of another
+// node's (contiguous) output, so views, transposes and broadcasts cost no node of their own and
+// fold into whatever consumes them. A node's result is set once a flush has computed it; from then
+// on it forgets its inputs, so computed history is freed as it goes.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.h"
+#include "runtime/dtype.h"
+#include "runtime/shape.h"
+
+namespace kiln::ir {
+
+enum class Op : uint8_t {
+#define X(name, kind) name,
+#include "tracer/ops.def"
+#undef X
+};
+enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Reduce, ArgReduce, Matmul, Gather, Cat, WriteView };
+
+const char* op_name(Op op);
+OpKind op_kind(Op op);
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+
+// How a consumer reads a node's flat output: element (i0..ik) is at offset + sum(i_d * strides_d).
+struct View {
+  Shape sizes, strides;
+  int64_t offset = 0;
+};
+
+struct Operand {
+  NodePtr node;
+  View view;
+};
+
+struct Node {
+  Op op;
+  ScalarType dtype;
+  Shape shape;                  // the output is contiguous in this shape
+  std::vector<Operand> inputs;  // cleared once computed
+  std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
+  double scalar = 0;            // Const's value
+  BufferPtr result;             // set once computed
+
+  bool computed() const { return result != nullptr; }
+  int64_t numel() const { return numel_of(shape); }
+};
+
+// Prints one node as `%id = op(...)`; ids are addresses shortened for reading.
+std::string to_string(const Node& n);
+
+}  // namespace kiln::ir

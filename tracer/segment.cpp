@@ -1,0 +1,89 @@
+// The calling thread's segment: storages with pending content, flushed on demand, at the node cap,
+// or after every op in eager mode.
+#include <mutex>
+#include <vector>
+
+#include "codegen/backend.h"
+#include "fusion/plan.h"
+#include "runtime/config.h"
+#include "runtime/stats.h"
+#include "tracer/storage.h"
+
+namespace kiln::tracer {
+namespace {
+
+struct Segment {
+  std::vector<std::weak_ptr<Storage>> pending;  // storages whose content may need computing
+  int64_t nodes_since_flush = 0;
+};
+thread_local Segment t_segment;
+
+// Flushes run one at a time: a tensor made on one thread may be read on another.
+std::mutex g_flush_mutex;
+
+void run(std::vector<ir::NodePtr> roots) {
+  if (roots.empty()) return;
+  std::lock_guard<std::mutex> lock(g_flush_mutex);
+  fusion::Plan plan = fusion::make_plan(roots);
+  if (plan.steps.empty()) return;
+  stats_add(&Stats::flushes, 1);
+  codegen::execute(plan);
+}
+
+void flush_if_eager_or_full(const StoragePtr& s) {
+  if (!config().lazy) {
+    materialize(*s);
+  } else if (t_segment.nodes_since_flush >= config().segment_node_cap) {
+    flush();
+  }
+}
+
+}  // namespace
+
+ir::NodePtr record(ir::Node&& node) {
+  stats_add(&Stats::ops_traced, 1);
+  ++t_segment.nodes_since_flush;
+  return std::make_shared<ir::Node>(std::move(node));
+}
+
+StoragePtr new_storage(ir::NodePtr node) {
+  auto s = std::make_shared<Storage>();
+  s->numel = node->numel();
+  s->dtype = node->dtype;
+  s->node = std::move(node);
+  if (!s->node->computed()) {
+    t_segment.pending.push_back(s);
+    flush_if_eager_or_full(s);
+  }
+  return s;
+}
+
+void set_content(const StoragePtr& s, ir::NodePtr node) {
+  s->node = std::move(node);
+  ++s->version;
+  if (s->node->computed()) return;
+  t_segment.pending.push_back(s);
+  flush_if_eager_or_full(s);
+}
+
+void flush() {
+  auto& seg = t_segment;
+  std::vector<ir::NodePtr> roots;
+  for (auto& w : seg.pending)
+    if (auto s = w.lock())
+      if (!s->node->computed()) roots.push_back(s->node);
+  seg.pending.clear();
+  seg.nodes_since_flush = 0;
+  run(std::move(roots));
+}
+
+const BufferPtr& materialize(Storage& s) {
+  if (!s.node->computed()) {
+    flush();
+    // A storage recorded on another thread is not in this thread's segment: compute it alone.
+    if (!s.node->computed()) run({s.node});
+  }
+  return s.node->result;
+}
+
+}  // namespace kiln::tracer
