@@ -16,7 +16,14 @@ class Backend {
 // rounded to each node's dtype. It is the oracle every other backend is checked against.
 Backend& interpreter();
 
-// The backend chosen by KILN_BACKEND (the interpreter until compiled backends exist).
+// Halide: fused kernels compiled for this CPU, cached in memory and on disk.
+Backend& halide_backend();
+
+// Computes one node on the interpreter (its inputs must be computed); used by compiled backends
+// for the nodes they leave to library code.
+void run_node(ir::Node& n);
+
+// The backend chosen by KILN_BACKEND: "halide" or "interp".
 Backend& current_backend();
 inline void execute(const fusion::Plan& plan) { current_backend().execute(plan); }
 

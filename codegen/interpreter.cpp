@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "codegen/backend.h"
+#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/stats.h"
 
@@ -366,6 +367,11 @@ Backend& interpreter() {
   return interp;
 }
 
-Backend& current_backend() { return interpreter(); }
+void run_node(Node& n) {
+  compute(n);
+  stats_add(&Stats::nodes_executed, 1);
+}
+
+Backend& current_backend() { return config().backend == "halide" ? halide_backend() : interpreter(); }
 
 }  // namespace kiln::codegen

@@ -249,10 +249,12 @@ void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::
   task.keep_graph = retain_graph.value_or(create_graph);
   std::vector<Edge> roots;
   for (const auto& t : tensors) roots.push_back(kiln::detail::gradient_edge(t));
+  std::vector<std::shared_ptr<Node>> accumulators;  // alive while the engine runs (see grad())
   for (const auto& in : inputs) {
     KILN_CHECK(in.requires_grad(), "backward: One of the differentiated Tensors does not require grad");
     KILN_CHECK(in.is_leaf(), "backward: inputs= supports only leaf tensors in kiln");
-    task.accumulate_only.insert(kiln::detail::gradient_edge(in).fn.get());
+    accumulators.push_back(kiln::detail::gradient_edge(in).fn);
+    task.accumulate_only.insert(accumulators.back().get());
   }
   run_engine(task, roots, grads, collect_hook_owners(), create_graph);
 }
@@ -264,17 +266,18 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   task.keep_graph = retain_graph.value_or(create_graph);
   task.accumulate = false;
   task.captured.resize(inputs.size());
+  // The capture nodes must stay alive while the engine runs: a leaf's accumulator is owned only by
+  // the nodes that use the leaf, and a new one would be made (at another address) if it died.
+  std::vector<std::shared_ptr<Node>> capture_nodes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     KILN_CHECK(inputs[i].requires_grad(), "grad: One of the differentiated Tensors (input ", i, ", ",
                kiln::detail::shape_str(inputs[i]), ") does not require grad");
     Edge e = kiln::detail::gradient_edge(inputs[i]);
     task.captures[e.fn.get()].push_back({e.input_nr, i});
+    capture_nodes.push_back(e.fn);
   }
   std::vector<Edge> roots;
   for (const auto& t : outputs) roots.push_back(kiln::detail::gradient_edge(t));
-  // The capture nodes must stay alive while the engine runs.
-  std::vector<std::shared_ptr<Node>> capture_nodes;
-  for (const auto& in : inputs) capture_nodes.push_back(kiln::detail::gradient_edge(in).fn);
   run_engine(task, roots, grads, collect_hook_owners(), create_graph);
   for (size_t i = 0; i < inputs.size(); ++i)
     KILN_CHECK(allow_unused || task.captured[i].defined(), "grad: One of the differentiated Tensors (input ",

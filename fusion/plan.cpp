@@ -36,7 +36,7 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
     for (auto& in : n->inputs) owners.emplace(in.node.get(), in.node);
   for (const auto& r : roots) owners.emplace(r.get(), r);
   for (ir::Node* n : order) {
-    Step step{owners.at(n), {}};
+    Step step{owners.at(n), root_set.count(n) > 0, {}};
     for (auto& in : n->inputs) {
       ir::Node* p = in.node.get();
       if (--readers[p] == 0 && !root_set.count(p) && visited.count(p)) step.release_after.push_back(p);

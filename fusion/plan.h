@@ -11,6 +11,7 @@ namespace kiln::fusion {
 
 struct Step {
   ir::NodePtr node;
+  bool is_root = false;                  // a live storage holds it: its result must be kept
   std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step
 };
 

@@ -33,7 +33,10 @@ class IntArrayRef {
  public:
   IntArrayRef() = default;
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"  // by design, as libtorch's: arguments only
   IntArrayRef(std::initializer_list<int64_t> l) : data_(l.begin()), size_(l.size()) {}
+#pragma GCC diagnostic pop
   IntArrayRef(const int64_t& one) : data_(&one), size_(1) {}
   IntArrayRef(const int64_t* d, size_t n) : data_(d), size_(n) {}
   const int64_t* begin() const { return data_; }

@@ -32,6 +32,7 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
   return os << "ops_traced=" << s.ops_traced << " flushes=" << s.flushes
             << " nodes_executed=" << s.nodes_executed << " kernel_launches=" << s.kernel_launches
             << " kernels_compiled=" << s.kernels_compiled << " kernels_loaded=" << s.kernels_loaded
+            << " kernel_cache_hits=" << s.kernel_cache_hits << " compile_ms=" << s.compile_ms
             << " allocator_mallocs=" << s.allocator_mallocs
             << " allocator_hits=" << s.allocator_hits;
 }

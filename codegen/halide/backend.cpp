@@ -1,0 +1,238 @@
+// The Halide backend: partitions a plan into kernels, finds each kernel's compiled code (in
+// memory, else on disk, else compiles it), and launches it on the buffers of the flush.
+#include <HalideRuntime.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <unordered_map>
+
+#include "codegen/backend.h"
+#include "codegen/halide/arguments.h"
+#include "codegen/halide/lower.h"
+#include "fusion/kernel.h"
+#include "runtime/disk_cache.h"
+#include "runtime/log.h"
+#include "runtime/stats.h"
+
+namespace kiln::codegen {
+namespace {
+
+using fusion::Kernel;
+using KernelFn = int (*)(void**);
+
+constexpr const char* kVersion = "kiln-0.1.0";
+
+halide_type_t storage_type(ScalarType t) {
+  switch (t) {
+    case kBool: return {halide_type_uint, 8, 1};
+    case kLong: return {halide_type_int, 64, 1};
+    case kFloat: return {halide_type_float, 32, 1};
+    case kDouble: return {halide_type_float, 64, 1};
+  }
+  return {halide_type_float, 32, 1};
+}
+
+// A contiguous buffer over `data` with the given extents (outermost first).
+struct HalideBuffer {
+  halide_buffer_t buf{};
+  halide_dimension_t dims[kMaxDims]{};
+  HalideBuffer(void* data, ScalarType t, const Shape& extents) {
+    buf.host = static_cast<uint8_t*>(data);
+    buf.type = storage_type(t);
+    buf.dimensions = int(extents.size());
+    buf.dim = dims;
+    int32_t stride = 1;
+    for (size_t i = 0; i < extents.size(); ++i) {  // Halide's dim 0 is the innermost
+      dims[i] = {0, int32_t(extents[extents.size() - 1 - i]), stride, 0};
+      stride *= int32_t(extents[extents.size() - 1 - i]);
+    }
+  }
+};
+
+std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
+
+class HalideBackend final : public Backend {
+ public:
+  const char* name() const override { return "halide"; }
+
+  void execute(const fusion::Plan& plan) override {
+    std::vector<std::vector<ir::Node*>> release;
+    std::vector<Kernel> kernels = fusion::partition(plan, &release);
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      run(kernels[i]);
+      for (ir::Node* done : release[i]) done->result.reset();
+    }
+    for (const auto& step : plan.steps) {
+      step.node->inputs.clear();
+      step.node->inputs.shrink_to_fit();
+    }
+    stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
+  }
+
+ private:
+  void run(const Kernel& k) {
+    if (k.kind == Kernel::Kind::Library) {
+      run_node(*k.library_node);
+      stats_add(&Stats::kernel_launches, 1);
+      return;
+    }
+    KernelFn fn = fits_int32(k) ? find_or_compile(k) : nullptr;
+    if (!fn) return interpret(k);
+    launch(k, fn);
+  }
+
+  // Halide indexes with int32: larger tensors go to the interpreter.
+  static bool fits_int32(const Kernel& k) {
+    if (numel_of(k.domain) > INT32_MAX) return false;
+    for (const auto& r : k.reads)
+      if (r.node->numel() > INT32_MAX) return false;
+    return true;
+  }
+
+  // Runs the kernel's nodes one by one on the interpreter, keeping only its outputs.
+  void interpret(const Kernel& k) {
+    for (const auto& kn : k.nodes) run_node(*kn.node);
+    std::vector<bool> is_output(k.nodes.size(), false);
+    for (int o : k.outputs) is_output[o] = true;
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (!is_output[i]) k.nodes[i].node->result.reset();
+    stats_add(&Stats::kernel_launches, int64_t(k.nodes.size()));
+  }
+
+  void launch(const Kernel& k, KernelFn fn) {
+    std::vector<HalideBuffer> buffers;
+    buffers.reserve(k.reads.size() + k.outputs.size());
+    std::vector<int32_t> ints;
+    ints.reserve(k.domain.size() + k.reads.size() * (1 + k.domain.size()));
+    std::vector<double> consts;
+    std::vector<void*> argv;
+    // The order of arguments.h.
+    for (const auto& r : k.reads) buffers.emplace_back(r.node->result->data(), r.node->dtype, Shape{r.node->numel()});
+    for (auto& b : buffers) argv.push_back(&b.buf);
+    for (auto e : k.domain) ints.push_back(int32_t(e));
+    for (const auto& r : k.reads) {
+      ints.push_back(int32_t(r.offset));
+      for (auto s : r.strides)
+        if (halide::stride_class(s) == 's') ints.push_back(int32_t(s));
+    }
+    for (auto& i : ints) argv.push_back(&i);
+    for (const auto& kn : k.nodes)
+      if (kn.node->op == ir::Op::Const) consts.push_back(kn.node->scalar);
+    for (auto& c : consts) argv.push_back(&c);
+    Shape out_extents;
+    if (k.kind == Kernel::Kind::Reduction) {
+      for (size_t d = 0; d < k.domain.size(); ++d)
+        if (!k.reduced[d]) out_extents.push_back(k.domain[d]);
+    } else {
+      out_extents = k.domain;
+    }
+    for (int o : k.outputs) {
+      ir::Node& n = *k.nodes[o].node;
+      n.result = make_buffer(n.numel() * element_size(n.dtype));
+      buffers.emplace_back(n.result->data(), n.dtype, out_extents);
+      argv.push_back(&buffers.back().buf);
+    }
+    if (numel_of(k.domain) == 0 && k.kind == Kernel::Kind::Pointwise) return;
+    const int rc = fn(argv.data());
+    KILN_CHECK(rc == 0, "halide: kernel failed with code ", rc, " (", k.key(), ")");
+    stats_add(&Stats::kernel_launches, 1);
+  }
+
+  KernelFn find_or_compile(const Kernel& k) {
+    std::string key = k.key();
+    if (auto it = loaded_.find(key); it != loaded_.end()) {
+      stats_add(&Stats::kernel_cache_hits, 1);
+      return it->second;
+    }
+    KernelFn fn = nullptr;
+    try {
+      fn = load_or_build(k, key);
+    } catch (const Error& e) {
+      log().error("{}; running this kernel on the interpreter", e.what());
+    }
+    loaded_[key] = fn;
+    return fn;
+  }
+
+  KernelFn load_or_build(const Kernel& k, const std::string& key) {
+    ensure_runtime();
+    const std::string name = "kiln_" + std::to_string(fnv1a64(key.data(), key.size()));
+    if (auto path = cache().find(key, ".so")) {
+      if (KernelFn fn = open(*path, name)) {
+        stats_add(&Stats::kernels_loaded, 1);
+        log().debug("loaded kernel {} from {}", name, *path);
+        return fn;
+      }
+      log().warn("cache entry {} could not be loaded; rebuilding it", *path);
+      std::filesystem::remove(*path);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
+    const char* dump = std::getenv("KILN_DUMP");
+    if (dump) std::filesystem::create_directories(dump);
+    halide::compile_kernel(k, name, object, dump ? dump : "");
+    link(object, shared);
+    const std::string path = cache().store(key, ".so", shared);
+    KernelFn fn = open(path, name);
+    KILN_CHECK(fn, "halide: could not load the kernel just built at ", path, ": ", dlerror());
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    stats_add(&Stats::kernels_compiled, 1);
+    stats_add(&Stats::compile_ms, ms);
+    log().debug("compiled kernel {} in {} ms: {}", name, ms, key);
+    return fn;
+  }
+
+  static void link(const std::string& object, const std::string& shared) {
+    const char* cxx = std::getenv("KILN_CXX");
+    const std::string cmd = std::string(cxx ? cxx : "c++") + " -shared -o " + shell_quote(shared) + " " +
+                            shell_quote(object) + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::filesystem::remove(object);
+    KILN_CHECK(rc == 0, "halide: linking a kernel failed (", cmd, " exited with ", rc, ")");
+  }
+
+  static KernelFn open(const std::string& path, const std::string& name) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return nullptr;
+    return reinterpret_cast<KernelFn>(dlsym(handle, (name + "_argv").c_str()));
+  }
+
+  // Kernels are built without the Halide runtime; one shared copy is loaded first, globally.
+  void ensure_runtime() {
+    if (runtime_loaded_) return;
+    const std::string key = "halide-runtime";
+    std::string path;
+    if (auto found = cache().find(key, ".so")) {
+      path = *found;
+    } else {
+      const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
+      halide::compile_runtime(object);
+      link(object, shared);
+      path = cache().store(key, ".so", shared);
+    }
+    KILN_CHECK(dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL), "halide: could not load its runtime from ", path,
+               ": ", dlerror());
+    runtime_loaded_ = true;
+  }
+
+  const DiskCache& cache() {
+    static const DiskCache c(std::string(kVersion) + "-halide14-" + halide::target_name());
+    return c;
+  }
+
+  std::unordered_map<std::string, KernelFn> loaded_;
+  bool runtime_loaded_ = false;
+};
+
+}  // namespace
+
+Backend& halide_backend() {
+  static HalideBackend backend;
+  return backend;
+}
+
+}  // namespace kiln::codegen

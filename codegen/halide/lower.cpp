@@ -1,0 +1,301 @@
+#include "codegen/halide/lower.h"
+
+#include <Halide.h>
+
+#include <map>
+
+#include "codegen/halide/arguments.h"
+#include "runtime/error.h"
+
+namespace kiln::codegen::halide {
+namespace {
+
+using namespace Halide;
+using Internal::const_false;
+using Internal::const_true;
+using Internal::make_one;
+using Internal::make_zero;
+using ir::Op;
+
+Target kernel_target() {
+  return get_host_target().with_feature(Target::NoRuntime).with_feature(Target::NoAsserts)
+      .with_feature(Target::NoBoundsQuery);
+}
+
+Type value_type(ScalarType t) {
+  switch (t) {
+    case kBool: return Bool();
+    case kLong: return Int(64);
+    case kFloat: return Float(32);
+    case kDouble: return Float(64);
+  }
+  return Float(32);
+}
+// Bools are stored as bytes.
+Type storage_type(ScalarType t) { return t == kBool ? UInt(8) : value_type(t); }
+
+Expr to_value(Expr e, ScalarType t) { return t == kBool ? e != 0 : e; }
+Expr to_storage(Expr e, ScalarType t) { return t == kBool ? cast(UInt(8), e) : e; }
+Expr convert(Expr e, ScalarType to) {
+  Type t = value_type(to);
+  if (e.type() == t) return e;
+  if (to == kBool) return e != make_zero(e.type());
+  return cast(t, e);
+}
+
+// A libm call, for what Halide lacks at float64 (erf) or computes less accurately (log1p).
+Expr libm(const char* name32, const char* name64, Expr x) {
+  const bool f64 = x.type() == Float(64);
+  return Internal::Call::make(x.type(), f64 ? name64 : name32, {x}, Internal::Call::PureExtern);
+}
+
+bool is_float(const Expr& e) { return e.type().is_float(); }
+
+Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
+  const Type t = value_type(n.dtype);
+  switch (n.op) {
+    case Op::Copy: return a[0];
+    case Op::Cast: return convert(a[0], n.dtype);
+    case Op::Neg: return -a[0];
+    case Op::Exp: return exp(a[0]);
+    case Op::Log: return log(a[0]);
+    case Op::Log1p: return libm("log1pf", "log1p", a[0]);
+    case Op::Sin: return sin(a[0]);
+    case Op::Cos: return cos(a[0]);
+    case Op::Sqrt: return sqrt(a[0]);
+    case Op::Recip: return make_one(t) / a[0];
+    case Op::Abs: return cast(t, abs(a[0]));
+    case Op::Sign: return select(a[0] > 0, make_one(t), select(a[0] < 0, cast(t, -1), a[0]));
+    case Op::Tanh: return tanh(a[0]);
+    case Op::Erf: return t == Float(32) ? erf(a[0]) : libm("erff", "erf", a[0]);
+    case Op::Not: return !a[0];
+    case Op::Add: return t.is_bool() ? a[0] || a[1] : a[0] + a[1];
+    case Op::Sub: return a[0] - a[1];
+    case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
+    case Op::Div:
+      if (t.is_float()) return a[0] / a[1];
+      return cast(t, trunc(cast(Float(64), a[0]) / cast(Float(64), a[1])));  // C semantics, as the interpreter
+    case Op::Pow:
+      if (t.is_float()) return pow(a[0], a[1]);
+      return cast(t, pow(cast(Float(64), a[0]), cast(Float(64), a[1])));
+    case Op::Max:
+      if (t.is_bool()) return a[0] || a[1];
+      // NaN wins, as in PyTorch (a + b is NaN when either is).
+      return is_float(a[0]) ? select(is_nan(a[0]) || is_nan(a[1]), a[0] + a[1], max(a[0], a[1])) : max(a[0], a[1]);
+    case Op::Min:
+      if (t.is_bool()) return a[0] && a[1];
+      return is_float(a[0]) ? select(is_nan(a[0]) || is_nan(a[1]), a[0] + a[1], min(a[0], a[1])) : min(a[0], a[1]);
+    case Op::Eq: return a[0] == a[1];
+    case Op::Ne: return a[0] != a[1];
+    case Op::Lt: return a[0] < a[1];
+    case Op::Le: return a[0] <= a[1];
+    case Op::Gt: return a[0] > a[1];
+    case Op::Ge: return a[0] >= a[1];
+    case Op::Where: return select(a[0], a[1], a[2]);
+    default: break;
+  }
+  throw Error(detail::concat("halide: no lowering for ", ir::op_name(n.op)));
+}
+
+// Builds the expression of every kernel node at the given domain coordinates.
+struct Lowering {
+  const fusion::Kernel& k;
+  std::vector<ImageParam> inputs;
+  std::vector<Param<int32_t>> extents;
+  std::vector<Param<int32_t>> offsets;
+  std::vector<std::map<size_t, Param<int32_t>>> strides;  // per read: dim -> param
+  std::vector<Param<double>> consts;
+  std::map<int, size_t> const_of;  // node index -> consts index
+  std::vector<Argument> arguments;
+
+  explicit Lowering(const fusion::Kernel& kernel) : k(kernel) {
+    const size_t rank = k.domain.size();
+    for (size_t r = 0; r < k.reads.size(); ++r)
+      inputs.emplace_back(storage_type(k.reads[r].node->dtype), 1, "in" + std::to_string(r));
+    for (size_t d = 0; d < rank; ++d) extents.emplace_back("extent" + std::to_string(d));
+    strides.resize(k.reads.size());
+    for (size_t r = 0; r < k.reads.size(); ++r) {
+      offsets.emplace_back("offset" + std::to_string(r));
+      for (size_t d = 0; d < rank; ++d)
+        if (stride_class(k.reads[r].strides[d]) == 's')
+          strides[r].emplace(d, Param<int32_t>("stride" + std::to_string(r) + "_" + std::to_string(d)));
+    }
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (k.nodes[i].node->op == Op::Const) {
+        const_of[int(i)] = consts.size();
+        consts.emplace_back("const" + std::to_string(i));
+      }
+    // The order of arguments/arguments.h.
+    for (auto& in : inputs) arguments.push_back(in);
+    for (auto& e : extents) arguments.push_back(e);
+    for (size_t r = 0; r < k.reads.size(); ++r) {
+      arguments.push_back(offsets[r]);
+      for (auto& [d, p] : strides[r]) arguments.push_back(p);
+    }
+    for (auto& c : consts) arguments.push_back(c);
+    for (size_t i = 0; i < k.reads.size(); ++i) {
+      // Inputs are read through computed indices: tell Halide their one dimension starts at 0.
+      inputs[i].dim(0).set_min(0);
+      inputs[i].dim(0).set_stride(1);
+    }
+  }
+
+  Expr load(int r, const std::vector<Expr>& coords) {
+    Expr index = offsets[r];
+    for (size_t d = 0; d < coords.size(); ++d) {
+      const char c = stride_class(k.reads[r].strides[d]);
+      if (c == '1') index = index + coords[d];
+      if (c == 's') index = index + coords[d] * strides[r].at(d);
+    }
+    return to_value(inputs[r](index), k.reads[r].node->dtype);
+  }
+
+  // Values of every node, memoized: Halide expressions share their common subtrees.
+  std::vector<Expr> values(const std::vector<Expr>& coords) {
+    std::vector<Expr> v(k.nodes.size());
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const ir::Node& n = *k.nodes[i].node;
+      if (n.op == Op::Const) {
+        v[i] = convert(consts[const_of.at(int(i))], n.dtype);
+        continue;
+      }
+      if (ir::op_kind(n.op) == ir::OpKind::Reduce) continue;  // built by the caller
+      std::vector<Expr> args;
+      for (int a : k.nodes[i].args) args.push_back(fusion::is_read(a) ? load(fusion::read_index(a), coords) : v[a]);
+      v[i] = lower_op(n, args);
+    }
+    return v;
+  }
+};
+
+// Halide's vars, innermost first: domain dim d (outermost first) is var rank-1-d.
+std::vector<Var> make_vars(size_t rank) {
+  std::vector<Var> vars;
+  for (size_t i = 0; i < rank; ++i) vars.emplace_back("x" + std::to_string(i));
+  return vars;
+}
+
+void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec) {
+  if (vars.size() == 1) {
+    Var outer("xo"), inner("xi");
+    f.split(vars[0], outer, inner, 1 << 14, TailStrategy::GuardWithIf)
+        .parallel(outer)
+        .vectorize(inner, vec, TailStrategy::GuardWithIf);
+    return;
+  }
+  f.vectorize(vars[0], vec, TailStrategy::GuardWithIf).parallel(vars.back());
+}
+
+Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
+  const fusion::Kernel& k = L.k;
+  auto vars = make_vars(k.domain.size());
+  std::vector<Expr> coords(k.domain.size());
+  for (size_t d = 0; d < coords.size(); ++d) coords[d] = vars[coords.size() - 1 - d];
+  auto v = L.values(coords);
+  std::vector<Expr> outs;
+  for (int o : k.outputs) outs.push_back(to_storage(v[o], k.nodes[o].node->dtype));
+  Func f("out");
+  std::vector<Var> lhs(vars.begin(), vars.end());
+  if (outs.size() == 1)
+    f(lhs) = outs[0];
+  else
+    f(lhs) = Tuple(outs);
+  schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)));
+  args = L.arguments;
+  return Pipeline(f);
+}
+
+Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
+  const fusion::Kernel& k = L.k;
+  const ir::Node& red = *k.nodes.back().node;
+  const size_t rank = k.domain.size();
+  std::vector<size_t> kept_dims, reduced_dims;
+  for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
+  auto vars = make_vars(kept_dims.size());
+  // RDom dims innermost first, over the reduced domain dims.
+  Region region;
+  for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it) region.emplace_back(0, L.extents[*it]);
+  RDom r(region);
+  std::vector<Expr> coords(rank);
+  for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
+  for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
+  auto v = L.values(coords);
+  const int arg = k.nodes.back().args[0];
+  Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : v[arg];
+  const Type t = value_type(red.dtype);
+  x = convert(x, red.dtype);
+
+  Func acc("acc");
+  std::vector<Var> lhs(vars.begin(), vars.end());
+  std::vector<Expr> lhs_e(vars.begin(), vars.end());
+  switch (red.op) {
+    case Op::Sum:
+      acc(lhs) = make_zero(t);
+      acc(lhs_e) = acc(lhs_e) + x;
+      break;
+    case Op::Prod:
+      acc(lhs) = make_one(t);
+      acc(lhs_e) = acc(lhs_e) * x;
+      break;
+    case Op::ReduceMax:
+      if (t.is_bool()) {
+        acc(lhs) = const_false();
+        acc(lhs_e) = acc(lhs_e) || x;
+      } else {
+        acc(lhs) = t.is_float() ? cast(t, Expr(-std::numeric_limits<float>::infinity())) : t.min();
+        acc(lhs_e) = t.is_float() ? select(x > acc(lhs_e) || is_nan(x), x, acc(lhs_e)) : max(acc(lhs_e), x);
+      }
+      break;
+    case Op::ReduceMin:
+      if (t.is_bool()) {
+        acc(lhs) = const_true();
+        acc(lhs_e) = acc(lhs_e) && x;
+      } else {
+        acc(lhs) = t.is_float() ? cast(t, Expr(std::numeric_limits<float>::infinity())) : t.max();
+        acc(lhs_e) = t.is_float() ? select(x < acc(lhs_e) || is_nan(x), x, acc(lhs_e)) : min(acc(lhs_e), x);
+      }
+      break;
+    default: throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
+  }
+  Func out("out");
+  out(lhs) = to_storage(acc(lhs_e), red.dtype);
+  // Rows reduced innermost: parallel over rows, serial inside. Otherwise the innermost kept dim
+  // is walked in vectors.
+  const int vec = kernel_target().natural_vector_size(Float(32));
+  const bool inner_reduced = k.reduced.back();
+  if (!vars.empty()) {
+    acc.compute_at(out, vars.back());
+    if (!inner_reduced) {
+      acc.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+      acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+      out.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+    }
+    out.parallel(vars.back());
+  }
+  args = L.arguments;
+  return Pipeline(out);
+}
+
+}  // namespace
+
+std::string target_name() { return kernel_target().without_feature(Target::NoRuntime).to_string(); }
+
+void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,
+                    const std::string& dump_dir) {
+  try {
+    Lowering L(kernel);
+    std::vector<Argument> args;
+    Pipeline p = kernel.kind == fusion::Kernel::Kind::Reduction ? build_reduction(L, args) : build_pointwise(L, args);
+    p.compile_to_object(object_path, args, name, kernel_target());
+    if (!dump_dir.empty())
+      p.compile_to_lowered_stmt(dump_dir + "/" + name + ".stmt", args, Text, kernel_target());
+  } catch (const Halide::Error& e) {
+    throw Error(detail::concat("halide: compiling kernel ", name, " failed: ", e.what()));
+  }
+}
+
+void compile_runtime(const std::string& object_path) {
+  compile_standalone_runtime(object_path, kernel_target().without_feature(Target::NoRuntime));
+}
+
+}  // namespace kiln::codegen::halide

@@ -1,0 +1,49 @@
+// A kernel is what one launch computes: a pointwise group (elementwise nodes over one iteration
+// domain, several outputs written in one pass), a reduction with its elementwise prologue, or a
+// single node run by a library routine (matmul, gathers, cat). Partitioning a plan into kernels
+// decides which values reach memory: only kernel outputs do.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fusion/plan.h"
+
+namespace kiln::fusion {
+
+// A read of a computed value (external to the kernel) at the kernel's domain coordinates:
+// element `offset + sum(coord_d * strides_d)` of the value's flat buffer.
+struct Read {
+  ir::Node* node;
+  Shape strides;  // one per domain dimension, in elements
+  int64_t offset = 0;
+};
+
+// A node of the kernel's expression DAG; each argument is another kernel node (>= 0) or a read
+// (~index, i.e. negative).
+struct KernelNode {
+  ir::Node* node;
+  std::vector<int> args;
+};
+inline bool is_read(int arg) { return arg < 0; }
+inline int read_index(int arg) { return ~arg; }
+
+struct Kernel {
+  enum class Kind { Pointwise, Reduction, Library };
+  Kind kind = Kind::Library;
+  std::vector<KernelNode> nodes;  // dependency order; a Reduction's last node is the reduction
+  std::vector<Read> reads;
+  std::vector<int> outputs;       // nodes written to memory (contiguously, in the node's shape)
+  Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
+  std::vector<bool> reduced;      // Reduction: which domain dims are reduced
+  ir::NodePtr library_node;       // Library: the node to run
+
+  // The structure that determines the generated code: ops, dtypes, ranks, which strides are zero
+  // or one. Sizes, other strides and constants are arguments, so they are not in the key.
+  std::string key() const;
+};
+
+// Groups the steps of `plan` into kernels, in an order that respects dependencies. `release`
+// receives, per kernel, the materialized intermediates whose last reader it is.
+std::vector<Kernel> partition(const Plan& plan, std::vector<std::vector<ir::Node*>>* release);
+
+}  // namespace kiln::fusion

@@ -1,0 +1,48 @@
+// The cost of one op, as seen by the user's thread. Built twice from this source: against kiln
+// (tracing: the op is recorded, not run) and, with KILN_BENCH_LIBTORCH, against libtorch (eager
+// dispatch plus a tiny kernel). The per-op time is the benchmark's time divided by kOps, reported
+// as the "per_op_ns" counter.
+#include <benchmark/benchmark.h>
+
+#ifdef KILN_BENCH_LIBTORCH
+#include <torch/torch.h>
+static void settle() {}
+#else
+#include <kiln/torch.h>
+// Drops what was traced: the chain's result is dead, so the flush computes nothing.
+static void settle() { kiln::sync(); }
+#endif
+
+constexpr int kOps = 100;
+
+// A chain of dependent elementwise ops on a small tensor: the overhead-bound case.
+static void BM_ChainOfOps(benchmark::State& state) {
+  auto x = torch::ones({8});
+  for (auto _ : state) {
+    auto y = x;
+    for (int i = 0; i < kOps / 2; ++i) y = y * 1.0001 + 0.5;
+    benchmark::DoNotOptimize(y);
+    y = torch::Tensor();  // freeing the graph is part of what an op costs
+    settle();
+  }
+  state.counters["per_op_ns"] =
+      benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ChainOfOps);
+
+// The same chain with autograd recording a backward node for every op.
+static void BM_ChainOfOpsWithGrad(benchmark::State& state) {
+  auto x = torch::ones({8}, torch::requires_grad());
+  for (auto _ : state) {
+    auto y = x;
+    for (int i = 0; i < kOps / 2; ++i) y = y * 1.0001 + 0.5;
+    benchmark::DoNotOptimize(y);
+    y = torch::Tensor();  // freeing the graph is part of what an op costs
+    settle();
+  }
+  state.counters["per_op_ns"] =
+      benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ChainOfOpsWithGrad);
+
+BENCHMARK_MAIN();

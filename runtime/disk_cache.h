@@ -1,0 +1,42 @@
+// Compiled kernels on disk, so that a second process compiles nothing. Entries live under
+// KILN_CACHE_DIR (default ~/.cache/kiln) in a folder named for kiln's version, the compiler's
+// version and the target, so a change of any of them starts a fresh folder. Each entry is a file
+// plus a sidecar recording its full key, size and checksum: a truncated, corrupt or colliding entry
+// is detected, logged, removed and rebuilt. Writes go to a temporary file renamed into place, so
+// processes sharing the folder never see half an entry.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+class DiskCache {
+ public:
+  // `flavour` names what produced the entries, e.g. "halide14-x86-64-linux-avx2".
+  explicit DiskCache(const std::string& flavour);
+
+  // The path of a valid entry for `key`, if there is one.
+  std::optional<std::string> find(const std::string& key, const std::string& ext) const;
+  // Moves `file` into the cache as the entry for `key` and returns its final path. If the cache
+  // folder cannot be written, the file stays where it is and that path is returned.
+  std::string store(const std::string& key, const std::string& ext, const std::string& file) const;
+  // A fresh path for a temporary file inside the cache folder (or the system's temp folder).
+  std::string temp_path(const std::string& ext) const;
+
+  const std::string& dir() const { return dir_; }
+  bool writable() const { return writable_; }
+
+ private:
+  std::string entry_path(const std::string& key, const std::string& ext) const;
+  std::string dir_;
+  bool writable_ = false;
+};
+
+// The root cache folder (KILN_CACHE_DIR or ~/.cache/kiln), its total size, and clearing it.
+std::string cache_root();
+uint64_t cache_size_bytes();
+void clear_cache();
+
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ULL);
+
+}  // namespace kiln
