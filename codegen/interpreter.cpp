@@ -1,12 +1,11 @@
 // The reference interpreter. Every value passes through float64 (exact for bool and for int64
 // below 2^53), which keeps the code one loop per op kind; each result is rounded to its dtype.
-#include <cblas.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "codegen/backend.h"
+#include "codegen/matmul.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/stats.h"
@@ -187,24 +186,17 @@ void arg_reduce(Node& n) {
   store(n, out);
 }
 
+// int64 matmul (BLAS takes floats only): through float64, exact below 2^53.
 void matmul(Node& n) {
+  if (blas_matmul(n)) return;
   const Shape& a = n.inputs[0].view.sizes;  // [B, M, K]
   const int64_t B = a[0], M = a[1], K = a[2], N = n.shape[2];
   Values x = read(n.inputs[0]), y = read(n.inputs[1]);
-  if (n.dtype == kFloat) {
-    std::vector<float> xf(x.begin(), x.end()), yf(y.begin(), y.end()), of(B * M * N);
-    for (int64_t b = 0; b < B; ++b)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, xf.data() + b * M * K,
-                  K, yf.data() + b * K * N, N, 0.0f, of.data() + b * M * N, N);
-    n.result = make_buffer(of.size() * sizeof(float));
-    std::memcpy(n.result->data(), of.data(), of.size() * sizeof(float));
-    return;
-  }
   Values out(B * M * N, 0.0);
-  if (K > 0)
-    for (int64_t b = 0; b < B; ++b)
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, x.data() + b * M * K, K,
-                  y.data() + b * K * N, N, 0.0, out.data() + b * M * N, N);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) out[(b * M + i) * N + j] += x[(b * M + i) * K + k] * y[(b * K + k) * N + j];
   store(n, out);
 }
 

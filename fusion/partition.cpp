@@ -147,7 +147,8 @@ std::vector<Kernel> partition(const Plan& plan, std::vector<std::vector<Node*>>*
     if (plan.steps[i].is_root || protos[kernel_of[i]].kind != Kernel::Kind::Pointwise) materialize[i] = true;
     const int inlined = prologue_of(i);
     for (const auto& in : plan.steps[i].node->inputs)
-      if (int j = pending(in.node.get()); j >= 0 && kernel_of[j] != kernel_of[i] && j != inlined && !is_const(*in.node))
+      if (int j = pending(in.node.get()); j >= 0 && kernel_of[j] != kernel_of[i] && j != inlined &&
+                                          !(is_const(*in.node) && protos[kernel_of[i]].kind != Kernel::Kind::Library))
         materialize[j] = true;
   }
 

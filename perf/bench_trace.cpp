@@ -2,16 +2,7 @@
 // (tracing: the op is recorded, not run) and, with KILN_BENCH_LIBTORCH, against libtorch (eager
 // dispatch plus a tiny kernel). The per-op time is the benchmark's time divided by kOps, reported
 // as the "per_op_ns" counter.
-#include <benchmark/benchmark.h>
-
-#ifdef KILN_BENCH_LIBTORCH
-#include <torch/torch.h>
-static void settle() {}
-#else
-#include <kiln/torch.h>
-// Drops what was traced: the chain's result is dead, so the flush computes nothing.
-static void settle() { kiln::sync(); }
-#endif
+#include "perf/bench_common.h"
 
 constexpr int kOps = 100;
 
@@ -23,7 +14,7 @@ static void BM_ChainOfOps(benchmark::State& state) {
     for (int i = 0; i < kOps / 2; ++i) y = y * 1.0001 + 0.5;
     benchmark::DoNotOptimize(y);
     y = torch::Tensor();  // freeing the graph is part of what an op costs
-    settle();
+    settle();             // the chain is dead: kiln's flush computes nothing
   }
   state.counters["per_op_ns"] =
       benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
@@ -38,7 +29,7 @@ static void BM_ChainOfOpsWithGrad(benchmark::State& state) {
     for (int i = 0; i < kOps / 2; ++i) y = y * 1.0001 + 0.5;
     benchmark::DoNotOptimize(y);
     y = torch::Tensor();  // freeing the graph is part of what an op costs
-    settle();
+    settle();             // the chain is dead: kiln's flush computes nothing
   }
   state.counters["per_op_ns"] =
       benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);

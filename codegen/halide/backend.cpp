@@ -220,7 +220,8 @@ class HalideBackend final : public Backend {
   }
 
   const DiskCache& cache() {
-    static const DiskCache c(std::string(kVersion) + "-halide14-" + halide::target_name());
+    static const DiskCache c(std::string(kVersion) + "-" + halide::lowering_revision() + "-halide14-" +
+                             halide::target_name());
     return c;
   }
 

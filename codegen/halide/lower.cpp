@@ -5,6 +5,7 @@
 #include <map>
 
 #include "codegen/halide/arguments.h"
+#include "runtime/disk_cache.h"
 #include "runtime/error.h"
 
 namespace kiln::codegen::halide {
@@ -224,6 +225,9 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : v[arg];
   const Type t = value_type(red.dtype);
   x = convert(x, red.dtype);
+  // An update that does not mention the RDom runs once, not once per element: a prologue of
+  // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
+  if (!reduced_dims.empty() && !t.is_bool()) x = x + cast(t, r[0] * 0);
 
   Func acc("acc");
   std::vector<Var> lhs(vars.begin(), vars.end());
@@ -277,6 +281,10 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
 }
 
 }  // namespace
+
+// Any rebuild of the lowering may change generated code for an unchanged key: cached kernels
+// are kept per build of this file.
+std::string lowering_revision() { return std::to_string(fnv1a64(__DATE__ __TIME__, sizeof(__DATE__ __TIME__))); }
 
 std::string target_name() { return kernel_target().without_feature(Target::NoRuntime).to_string(); }
 

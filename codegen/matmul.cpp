@@ -1,0 +1,76 @@
+#include "codegen/matmul.h"
+
+#include <cblas.h>
+
+#include <cstring>
+#include <vector>
+
+namespace kiln::codegen {
+namespace {
+
+// One operand as BLAS sees it: a pointer per batch, a transpose flag and a leading dimension.
+template <typename T>
+struct Operand {
+  std::vector<T> packed;  // used when the view's layout is not one BLAS takes
+  const T* base = nullptr;
+  int64_t batch_stride = 0, ld = 0;
+  bool transposed = false;
+
+  Operand(const ir::Operand& o) {
+    const auto& s = o.view.sizes;
+    auto st = o.view.strides;
+    const int64_t rows = s[1], cols = s[2];
+    // Strides of size-1 dims are arbitrary: give them the value that makes the layout standard.
+    if (cols == 1) st[2] = 1;
+    if (rows == 1) st[1] = cols;
+    const T* data = static_cast<const T*>(o.node->result->data()) + o.view.offset;
+    if (st[2] == 1 && st[1] >= std::max<int64_t>(cols, 1)) {
+      base = data, ld = st[1], batch_stride = st[0];
+    } else if (st[1] == 1 && st[2] >= std::max<int64_t>(rows, 1)) {
+      base = data, ld = st[2], batch_stride = st[0], transposed = true;
+    } else {  // pack to contiguous [B, rows, cols]
+      packed.resize(s[0] * rows * cols);
+      for (int64_t b = 0; b < s[0]; ++b)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j)
+            packed[(b * rows + i) * cols + j] = data[b * st[0] + i * st[1] + j * st[2]];
+      base = packed.data(), ld = std::max<int64_t>(cols, 1), batch_stride = rows * cols;
+    }
+  }
+};
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(N));
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              1.0, a, int(lda), b, int(ldb), 0.0, c, int(N));
+}
+
+template <typename T>
+void run(ir::Node& n) {
+  Operand<T> a(n.inputs[0]), b(n.inputs[1]);
+  const int64_t B = n.shape[0], M = n.shape[1], N = n.shape[2], K = n.inputs[0].view.sizes[2];
+  n.result = make_buffer(B * M * N * sizeof(T));
+  T* out = n.result->as<T>();
+  if (K == 0 || M == 0 || N == 0) {
+    std::memset(out, 0, B * M * N * sizeof(T));
+    return;
+  }
+  for (int64_t i = 0; i < B; ++i)
+    gemm(a.transposed, b.transposed, M, N, K, a.base + i * a.batch_stride, a.ld, b.base + i * b.batch_stride, b.ld,
+         out + i * M * N);
+}
+
+}  // namespace
+
+bool blas_matmul(ir::Node& n) {
+  if (n.dtype == kFloat) return run<float>(n), true;
+  if (n.dtype == kDouble) return run<double>(n), true;
+  return false;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,37 @@
+// Shared by the benchmark programs, each built twice from one source: against kiln (through
+// <kiln/torch.h>) and, with KILN_BENCH_LIBTORCH, against libtorch 1.13. Workloads are written
+// once, libtorch-style; `settle()` makes kiln compute what is live (libtorch already has).
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <thread>
+#include <vector>
+
+#ifdef KILN_BENCH_LIBTORCH
+#include <torch/torch.h>
+inline void settle() {}
+inline const char* kSide = "libtorch";
+#else
+#include <kiln/torch.h>
+inline void settle() { kiln::sync(); }
+inline const char* kSide = "kiln";
+#endif
+
+// STREAM-style triad a = b + s * c over `n` floats on `threads` threads: the machine's memory
+// bandwidth, measured in the same run as the workloads it bounds.
+inline void triad(benchmark::State& state, int threads) {
+  const size_t n = size_t(1) << 24;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        for (size_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0f * c[i];
+      });
+    for (auto& th : pool) th.join();
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * n * sizeof(float)));
+}

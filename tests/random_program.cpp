@@ -1,0 +1,292 @@
+#include "random_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace kiln::fuzz {
+namespace {
+
+// The ops a program draws from, by family.
+const char* kUnary[] = {"neg", "abs", "exp_tanh", "log_abs", "sqrt_abs", "sin", "cos", "tanh", "sigmoid",
+                        "relu", "gelu", "gelu_tanh", "silu", "square", "sign", "clamp", "erf", "reciprocal_abs"};
+const char* kBinary[] = {"add", "sub", "mul", "div_safe", "maximum", "minimum", "pow_abs", "where_gt"};
+const char* kReduce[] = {"sum", "mean", "amax", "amin", "var", "logsumexp", "softmax", "log_softmax", "prod"};
+const char* kView[] = {"transpose", "permute", "narrow", "select", "unsqueeze", "expand", "flatten", "slice2"};
+
+template <size_t N>
+const char* pick(std::mt19937_64& rng, const char* const (&options)[N]) {
+  return options[rng() % N];
+}
+
+Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
+  auto a = [&](int i) { return v[in.args[i]]; };
+  const std::string& op = in.op;
+  const auto& k = in.ints;
+  if (op == "neg") return -a(0);
+  if (op == "abs") return a(0).abs();
+  if (op == "exp_tanh") return (a(0).tanh() * 2).exp();
+  if (op == "log_abs") return (a(0).abs() + 0.5).log();
+  if (op == "sqrt_abs") return (a(0).abs() + 0.25).sqrt();
+  if (op == "sin") return a(0).sin();
+  if (op == "cos") return a(0).cos();
+  if (op == "tanh") return a(0).tanh();
+  if (op == "sigmoid") return a(0).sigmoid();
+  if (op == "relu") return a(0).relu();
+  if (op == "gelu") return a(0).gelu();
+  if (op == "gelu_tanh") return a(0).gelu("tanh");
+  if (op == "silu") return a(0).silu();
+  if (op == "square") return a(0).square();
+  if (op == "sign") return a(0).sign() * a(0);
+  if (op == "clamp") return a(0).clamp(-0.5, 0.7);
+  if (op == "erf") return a(0).erf();
+  if (op == "reciprocal_abs") return (a(0).abs() + 0.5).reciprocal();
+  if (op == "add") return a(0) + a(1);
+  if (op == "sub") return a(0) - a(1);
+  if (op == "mul") return a(0) * a(1);
+  if (op == "div_safe") return a(0) / (a(1).abs() + 0.5);
+  if (op == "maximum") return maximum(a(0), a(1));
+  if (op == "minimum") return minimum(a(0), a(1));
+  if (op == "pow_abs") return (a(0).abs() + 0.5).pow(a(1).tanh() + 1.5);
+  if (op == "where_gt") return where(a(0) > a(1), a(0) * 2, a(1));
+  if (op == "sum") return a(0).sum(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
+  if (op == "mean") return a(0).mean(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
+  if (op == "amax") return a(0).amax(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
+  if (op == "amin") return a(0).amin(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
+  if (op == "prod") return (a(0).tanh() * 0.5 + 1).prod(k[1], k[0] != 0);
+  if (op == "var") return a(0).var(std::vector<int64_t>(k.begin() + 1, k.end()), true, k[0] != 0);
+  if (op == "logsumexp") return a(0).logsumexp(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
+  if (op == "softmax") return a(0).softmax(k[1]);
+  if (op == "log_softmax") return a(0).log_softmax(k[1]);
+  if (op == "transpose") return a(0).transpose(k[0], k[1]);
+  if (op == "permute") return a(0).permute(k);
+  if (op == "narrow") return a(0).narrow(k[0], k[1], k[2]);
+  if (op == "select") return a(0).select(k[0], k[1]);
+  if (op == "unsqueeze") return a(0).unsqueeze(k[0]);
+  if (op == "expand") return a(0).expand(k);
+  if (op == "flatten") return a(0).flatten();
+  if (op == "slice2") return a(0).slice(k[0], 0, a(0).size(k[0]), 2);
+  if (op == "matmul") return a(0).matmul(a(1));
+  if (op == "cat") return cat({a(0), a(1)}, k[0]);
+  if (op == "index_select") return a(0).index_select(k[0], tensor(std::vector<int64_t>(k.begin() + 1, k.end())));
+  if (op == "inplace_add") {  // an in-place write through a fresh copy, then a view of it
+    Tensor c = a(0).clone();
+    c.add_(a(1));
+    c.mul_(0.5);
+    return c;
+  }
+  if (op == "inplace_view") {  // write into a narrow window of a copy
+    Tensor c = a(0).clone();
+    c.narrow(k[0], 0, 1).mul_(3.0);
+    return c;
+  }
+  throw Error("random program: unknown op " + op);
+}
+
+}  // namespace
+
+std::string Program::to_string() const {
+  std::ostringstream os;
+  os << "program (" << dtype_name(dtype) << ", data seed " << data_seed << "):\n";
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const Instr& in = instrs[i];
+    os << "  v" << i << " = " << in.op << "(";
+    for (size_t a = 0; a < in.args.size(); ++a) os << (a ? ", " : "") << "v" << in.args[a];
+    if (!in.ints.empty()) os << (in.args.empty() ? "" : ", ") << in.ints;
+    if (in.op == "input") os << in.shape;
+    os << ")\n";
+  }
+  os << "  outputs:";
+  for (int o : outputs) os << " v" << o;
+  return os.str();
+}
+
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
+  std::mt19937_64 rng(structure_seed), sizes(size_seed);
+  Program p;
+  p.dtype = rng() % 4 == 0 ? kDouble : kFloat;
+  p.data_seed = size_seed;
+  std::vector<Tensor> v;  // shapes only: tracing without flushing
+  auto add = [&](Instr in) {
+    Tensor t;
+    try {
+      t = in.op == "input" ? zeros(in.shape, p.dtype) : apply_instr(in, v);
+    } catch (const Error&) {  // parameters that don't fit this shape: a unary op instead
+      in = {"tanh", {in.args.empty() ? 0 : in.args[0]}, {}, {}};
+      t = apply_instr(in, v);
+    }
+    v.push_back(t);
+    p.instrs.push_back(std::move(in));
+    return int(v.size()) - 1;
+  };
+  auto extent = [&]() { return int64_t(2 + sizes() % 5); };
+  auto new_input = [&](Shape shape) { return add({"input", {}, {}, shape}); };
+  // A shape broadcastable against `s`: some dims become 1, some leading dims dropped.
+  auto broadcast_like = [&](const Shape& s) {
+    Shape out(s.begin() + (s.size() > 1 && rng() % 3 == 0 ? 1 : 0), s.end());
+    for (auto& d : out)
+      if (rng() % 3 == 0) d = 1;
+    return out;
+  };
+  const int rank = 1 + int(rng() % 3);
+  Shape first;
+  for (int i = 0; i < rank; ++i) first.push_back(rng() % 5 == 0 ? 1 : extent());
+  new_input(first);
+  for (int step = 0; step < length; ++step) {
+    const int a = int(rng() % v.size());
+    const Shape s = v[a].sizes().vec();
+    const int64_t r = int64_t(s.size());
+    const int family = int(rng() % 10);
+    Instr in;
+    if (family <= 2 || r == 0) {
+      in = {pick(rng, kUnary), {a}, {}, {}};
+    } else if (family <= 4) {
+      // A partner value: an existing one that broadcasts, or a new input.
+      int b = -1;
+      for (int tries = 0; tries < 4 && b < 0; ++tries) {
+        int c = int(rng() % v.size());
+        try {
+          broadcast_shapes(s, v[c].sizes());
+          b = c;
+        } catch (const Error&) {
+        }
+      }
+      if (b < 0 || rng() % 2 == 0) b = new_input(broadcast_like(s));
+      in = {pick(rng, kBinary), {a, b}, {}, {}};
+      if (rng() % 2) std::swap(in.args[0], in.args[1]);
+    } else if (family <= 6) {
+      std::string op = pick(rng, kReduce);
+      std::vector<int64_t> dims;
+      for (int64_t d = 0; d < r; ++d)
+        if (rng() % 2) dims.push_back(rng() % 2 ? d : d - r);
+      if (dims.empty()) dims.push_back(int64_t(rng() % r));
+      if (op == "softmax" || op == "log_softmax" || op == "prod") dims.resize(1);
+      std::vector<int64_t> ints{int64_t(rng() % 2)};
+      ints.insert(ints.end(), dims.begin(), dims.end());
+      in = {op, {a}, ints, {}};
+    } else if (family <= 8) {
+      std::string op = pick(rng, kView);
+      const int64_t d = int64_t(rng() % r), d2 = int64_t(rng() % r);
+      if (op == "transpose") in = {op, {a}, {d, d2}, {}};
+      if (op == "permute") {
+        std::vector<int64_t> perm(r);
+        for (int64_t i = 0; i < r; ++i) perm[i] = i;
+        std::shuffle(perm.begin(), perm.end(), rng);
+        in = {op, {a}, perm, {}};
+      }
+      if (op == "narrow") in = {op, {a}, {d, int64_t(sizes() % s[d]) / 2, std::max<int64_t>(1, s[d] / 2)}, {}};
+      if (op == "select") in = {op, {a}, {d, int64_t(sizes() % s[d])}, {}};
+      if (op == "unsqueeze") in = {op, {a}, {int64_t(rng() % (r + 1))}, {}};
+      if (op == "flatten") in = {op, {a}, {}, {}};
+      if (op == "slice2") in = {op, {a}, {d}, {}};
+      if (op == "expand") {
+        Shape target = s;
+        for (auto& x : target)
+          if (x == 1) x = extent();
+        if (rng() % 2) target.insert(target.begin(), 2);
+        in = {op, {a}, target, {}};
+      }
+    } else {
+      const int kind = int(rng() % 5);
+      if (kind == 0) {  // matmul against a new [K, N] input
+        const int64_t n = extent();
+        in = {"matmul", {a, new_input({s.back(), n})}, {}, {}};
+      } else if (kind == 1) {
+        in = {"cat", {a, new_input(s)}, {int64_t(rng() % r)}, {}};
+      } else if (kind == 2) {
+        const int64_t d = int64_t(rng() % r);
+        std::vector<int64_t> ints{d};
+        for (int i = 0; i < 3; ++i) ints.push_back(int64_t(sizes() % s[d]));
+        in = {"index_select", {a}, ints, {}};
+      } else if (kind == 3) {
+        in = {"inplace_add", {a, new_input(broadcast_like(s))}, {}, {}};
+      } else {
+        in = {"inplace_view", {a}, {int64_t(rng() % r)}, {}};
+      }
+    }
+    if (in.op.empty()) in = {"tanh", {a}, {}, {}};
+    add(in);
+  }
+  // Outputs: the last value and a couple of random others.
+  p.outputs.push_back(int(v.size()) - 1);
+  for (int i = 0; i < 2; ++i) p.outputs.push_back(int(rng() % v.size()));
+  std::sort(p.outputs.begin(), p.outputs.end());
+  p.outputs.erase(std::unique(p.outputs.begin(), p.outputs.end()), p.outputs.end());
+  return p;
+}
+
+Result run(const Program& p) {
+  manual_seed(p.data_seed);
+  std::vector<Tensor> v, inputs;
+  for (const auto& in : p.instrs) {
+    if (in.op == "input") {
+      Tensor t = (rand(in.shape, p.dtype) * 3 - 1.5).detach().requires_grad_();
+      inputs.push_back(t);
+      v.push_back(t);
+    } else {
+      v.push_back(apply_instr(in, v));
+    }
+  }
+  Tensor loss = zeros({}, p.dtype);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const Tensor& out = v[p.outputs[i]];
+    if (out.requires_grad()) loss = loss + (out * (0.5 + double(i))).sum();
+  }
+  Result r;
+  if (loss.requires_grad()) loss.backward();
+  for (int o : p.outputs) r.outputs.push_back(v[o].to_vector<double>());
+  for (const auto& in : inputs)
+    r.grads.push_back(in.grad().defined() ? in.grad().to_vector<double>() : std::vector<double>());
+  return r;
+}
+
+std::string compare(const Result& expected, const Result& actual, ScalarType dtype) {
+  const double rtol = dtype == kFloat ? 2e-3 : 1e-9, atol = dtype == kFloat ? 2e-4 : 1e-9;
+  auto check = [&](const char* what, const std::vector<std::vector<double>>& e,
+                   const std::vector<std::vector<double>>& a) -> std::string {
+    if (e.size() != a.size()) return std::string(what) + ": count differs";
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (e[i].size() != a[i].size()) return detail::concat(what, " ", i, ": size ", a[i].size(), " != ", e[i].size());
+      for (size_t j = 0; j < e[i].size(); ++j) {
+        const double x = e[i][j], y = a[i][j];
+        if (std::isnan(x) && std::isnan(y)) continue;
+        if (!(std::fabs(x - y) <= atol + rtol * std::fabs(x)))
+          return detail::concat(what, " ", i, " element ", j, ": expected ", x, ", got ", y);
+      }
+    }
+    return "";
+  };
+  std::string d = check("output", expected.outputs, actual.outputs);
+  return d.empty() ? check("gradient", expected.grads, actual.grads) : d;
+}
+
+Program shrink(Program p, const std::function<bool(const Program&)>& fails) {
+  // Shortest failing prefix, with its last value as the only output.
+  for (size_t n = 1; n < p.instrs.size(); ++n) {
+    Program q = p;
+    q.instrs.resize(n);
+    q.outputs = {int(n) - 1};
+    if (fails(q)) {
+      p = q;
+      break;
+    }
+  }
+  // Then drop single instructions no later one reads.
+  for (int i = int(p.instrs.size()) - 2; i >= 0; --i) {
+    bool read = false;
+    for (const auto& in : p.instrs)
+      read |= std::find(in.args.begin(), in.args.end(), i) != in.args.end();
+    if (read) continue;
+    Program q = p;
+    q.instrs.erase(q.instrs.begin() + i);
+    for (auto& in : q.instrs)
+      for (auto& a : in.args)
+        if (a > i) --a;
+    for (auto& o : q.outputs)
+      if (o > i) --o;
+    if (fails(q)) p = q;
+  }
+  return p;
+}
+
+}  // namespace kiln::fuzz
