@@ -1,7 +1,10 @@
 // The backward engine, saved tensors, leaf accumulation and custom functions.
 #include "frontend/autograd.h"
 
+#include <cxxabi.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,12 +39,15 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
              "freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
              "to backward through the graph a second time or if you need to access saved tensors after "
              "calling backward.");
-  if (uint32_t(data_._version()) != version_)
+  if (uint32_t(data_._version()) != version_) {
+    // As PyTorch words it: the saved tensor is named as an output of the node that made it.
+    const std::shared_ptr<Node>& maker = is_output_ ? owner : grad_fn_;
     throw Error(kiln::detail::concat(
         "backward: one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: [", torch_type_name(data_.dtype()), " ", data_.sizes().vec(), "], which is ",
-        is_output_ ? "output " : "input ", output_nr_, " of ", owner->name(), ", is at version ",
-        data_._version(), "; expected version ", version_, " instead."));
+        "inplace operation: [", torch_type_name(data_.dtype()), " ", data_.sizes().vec(), "]",
+        maker ? kiln::detail::concat(", which is output ", output_nr_, " of ", maker->name(), ",") : std::string(),
+        " is at version ", data_._version(), "; expected version ", version_, " instead."));
+  }
   if (!requires_grad_ || (!is_output_ && !grad_fn_)) return data_;
   Tensor t = data_.detach();
   kiln::detail::set_history(t, is_output_ ? owner : grad_fn_, output_nr_);
@@ -61,10 +67,15 @@ class AccumulateGrad final : public Node {
     auto impl = leaf_.lock();
     if (!impl || !grads[0].defined()) return {};
     Tensor& g = impl->autograd->grad;
+    // A gradient that nothing else references, laid out over its whole storage, is taken as it
+    // is; any other must be copied, so that later in-place updates of .grad touch nothing else.
+    const TensorImpl& in = *grads[0].unsafeGetTensorImpl();
+    const bool base_unshared = in.view_base && in.view_base.use_count() == 1 && in.view_base->storage == in.storage;
+    const bool unshared = grads[0].impl_ptr().use_count() == 1 && in.storage.use_count() == 1 + int(base_unshared) &&
+                          grads[0].is_contiguous() && in.offset == 0 && grads[0].numel() == in.storage->numel;
     Tensor incoming = GradMode::is_enabled() ? grads[0] : grads[0].detach();
     if (!g.defined()) {
-      // A fresh gradient must not alias a value the user can still change in place.
-      g = GradMode::is_enabled() ? incoming : incoming.clone();
+      g = GradMode::is_enabled() || unshared ? incoming : incoming.clone();
     } else if (GradMode::is_enabled()) {
       g = g + incoming;
     } else {
@@ -172,7 +183,8 @@ void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_li
           Tensor& g = grads[m.grad_fn ? m.output_nr : 0];
           for (auto& [id, hook] : m.hooks)
             if (Tensor r = hook(g); r.defined()) g = r;
-          if (m.retains_grad) m.grad = g.detach();  // retain_grad: keep the non-leaf's gradient
+          // retain_grad: keep the non-leaf's gradient, accumulating over backward calls as PyTorch does.
+          if (m.retains_grad) m.grad = m.grad.defined() ? m.grad + g.detach() : g.detach();
         }
     if (auto it = task.captures.find(fn); it != task.captures.end())
       for (auto [slot, index] : it->second) task.captured[index] = grads[slot];
@@ -207,8 +219,9 @@ thread_local std::vector<std::weak_ptr<TensorImpl>> t_hooked;
 HookOwners collect_hook_owners() {
   HookOwners owners;
   std::vector<std::weak_ptr<TensorImpl>> alive;
+  std::unordered_set<TensorImpl*> seen;  // a tensor is remembered once per hook and retain_grad
   for (auto& w : t_hooked)
-    if (auto impl = w.lock()) {
+    if (auto impl = w.lock(); impl && seen.insert(impl.get()).second) {
       note_hook_owner(owners, Tensor(impl));
       alive.push_back(w);
     }
@@ -241,6 +254,14 @@ tensor_list make_root_grads(const tensor_list& outputs, const tensor_list& grad_
 }  // namespace
 
 void internal::remember_hooked(const Tensor& t) { t_hooked.push_back(t.impl_ptr()); }
+
+std::string internal::custom_node_name(const char* mangled) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  return "torch::autograd::CppNode<" + name + ">";
+}
 
 void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::optional<bool> retain_graph,
               bool create_graph, const tensor_list& inputs) {
@@ -336,6 +357,9 @@ bool AutogradContext::needs_input_grad(size_t index) const {
 tensor_list CustomNodeBase::apply(tensor_list&& grads) {
   tensor_list result = backward_fn(&ctx, std::move(grads));
   // backward returns one entry per forward argument; keep those of tensor arguments.
+  // As libtorch, trailing undefined gradients past the forward's arguments are allowed (a
+  // backward written for an optional argument that was left out).
+  while (result.size() > input_is_tensor.size() && !result.back().defined()) result.pop_back();
   tensor_list per_input;
   if (result.size() == input_is_tensor.size()) {
     for (size_t i = 0; i < result.size(); ++i)

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <variant>
 #include <vector>
 
@@ -179,6 +180,8 @@ inline tensor_list as_list(const Tensor& t) { return {t}; }
 // Tensors with hooks or retain_grad are remembered so that backward can find them.
 void remember_hooked(const Tensor& t);
 inline tensor_list as_list(const tensor_list& t) { return t; }
+// libtorch's name for the node of custom function T: "torch::autograd::CppNode<T>".
+std::string custom_node_name(const char* mangled_type_name);
 }  // namespace internal
 
 template <class T>
@@ -186,7 +189,7 @@ struct Function {
   template <typename... Args>
   static auto apply(Args&&... args) {
     auto node = std::make_shared<CustomNodeBase>();
-    node->fn_name = kiln::detail::concat(typeid(T).name(), "Backward");
+    node->fn_name = internal::custom_node_name(typeid(T).name());
     tensor_list inputs;
     (internal::collect_tensors(inputs, node->input_is_tensor, args), ...);
     for (auto& t : inputs) node->ctx.needs_input_grad_.push_back(t.defined() && t.requires_grad());

@@ -79,11 +79,13 @@ struct Generator {
   }
   float uniform_float(float from, float to) {
     float x = float(random() & ((1u << 24) - 1)) * (1.0f / float(1u << 24));
-    return x * (to - from) + from;
+    // Fused, as libtorch's AVX2/AVX512 kernels (built with FMA) compute it: a plain multiply-add
+    // differs in the last bits, e.g. in every Linear's initial weights.
+    return std::fma(x, to - from, from);
   }
   double uniform_double(double from, double to) {
     double x = double(random64() & ((uint64_t(1) << 53) - 1)) * (1.0 / double(uint64_t(1) << 53));
-    return x * (to - from) + from;
+    return std::fma(x, to - from, from);
   }
   double normal_double(double mean, double stdv) {
     if (next_double_normal) {
@@ -192,6 +194,10 @@ Tensor tensor(double v, const TensorOptions& o) { return from_values(&v, {}, kFl
 Tensor tensor(float v, const TensorOptions& o) { return from_values(&v, {}, kFloat, o); }
 Tensor tensor(int64_t v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
 Tensor tensor(int v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
+Tensor tensor(bool v, const TensorOptions& o) {
+  uint8_t byte = v;
+  return from_values(&byte, {}, kBool, o);
+}
 
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) { return full({}, s, o); }
 
@@ -228,13 +234,19 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o) {
   KILN_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  const double s = start.toDouble(), e = end.toDouble();
-  std::vector<double> v(steps);
-  // As libtorch: the first half counts up from start, the second half down from end.
-  const double step = steps > 1 ? (e - s) / double(steps - 1) : 0;
-  const int64_t half = steps / 2;
-  for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? s + step * double(i) : e - step * double(steps - i - 1);
-  return from_values(v.data(), {steps}, kFloat, o);
+  // As libtorch: the first half counts up from start, the second half down from end, in the
+  // result's precision (float32 arithmetic for float32), with the multiply-add fused as libtorch's
+  // build fuses it.
+  auto fill = [&](auto zero) {
+    using T = decltype(zero);
+    const T s = T(start.toDouble()), e = T(end.toDouble());
+    const T step = steps > 1 ? (e - s) / T(steps - 1) : T(0);
+    const int64_t half = steps / 2;
+    std::vector<T> v(steps);
+    for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? std::fma(step, T(i), s) : std::fma(-step, T(steps - i - 1), e);
+    return from_values(v.data(), {steps}, kFloat, o);
+  };
+  return float_dtype(o) == kFloat ? fill(0.0f) : fill(0.0);
 }
 
 Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }

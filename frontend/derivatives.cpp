@@ -14,8 +14,15 @@ using ir::Op;
 using TL = TensorList;
 constexpr uint8_t kNone = 0, kIn0 = 1, kIn1 = 2, kIn01 = 3;
 
-// The gradient of a keepdim reduction, broadcast back over the reduced axes.
-Tensor unreduce(const Tensor& g, const Shape& in_shape) { return g.expand(in_shape); }
+// The shape of a reduction of `in_shape` over `axes` that keeps them as size 1.
+Shape kept(Shape in_shape, const std::vector<int64_t>& axes) {
+  for (auto a : axes) in_shape[a] = 1;
+  return in_shape;
+}
+// A reduction's gradient (or output), with or without the reduced axes, broadcast back over them.
+Tensor unreduce(const Tensor& g, const Shape& in_shape, const std::vector<int64_t>& axes) {
+  return g.reshape(kept(in_shape, axes)).expand(in_shape);
+}
 
 Tensor transpose_last(const Tensor& t) { return t.transpose(-1, -2); }
 
@@ -44,11 +51,11 @@ const Row kRows[] = {
     {Op::Sub, {"SubBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad, -a.grad}; }}},
     {Op::Mul, {"MulBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
        return {a.needs[0] ? a.grad * a.in[1] : Tensor(), a.needs[1] ? a.grad * a.in[0] : Tensor()};
-     }}},
+     }, {0b10, 0b01}}},
     {Op::Div, {"DivBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
        return {a.needs[0] ? a.grad / a.in[1] : Tensor(),
                a.needs[1] ? -(a.grad * a.in[0]) / (a.in[1] * a.in[1]) : Tensor()};
-     }}},
+     }, {0b10, 0b11}}},
     {Op::Pow, {"PowBackward1", kIn01, true, [](const BackwardArgs& a) -> TL {
        const Tensor &x = a.in[0], &e = a.in[1];
        Tensor gx, ge;
@@ -71,23 +78,33 @@ const Row kRows[] = {
        Tensor z = zeros_like(a.grad);
        return {Tensor(), where(a.in[0], a.grad, z), where(a.in[0], z, a.grad)};
      }}},
-    {Op::Sum, {"SumBackward1", kNone, false, [](const BackwardArgs& a) -> TL { return {unreduce(a.grad, a.in_shapes[0])}; }}},
+    {Op::Sum, {"SumBackward1", kNone, false, [](const BackwardArgs& a) -> TL { return {unreduce(a.grad, a.in_shapes[0], a.attrs.ints)}; }}},
     {Op::Prod, {"ProdBackward1", kIn0, true, [](const BackwardArgs& a) -> TL {
-       return {unreduce(a.grad * a.out, a.in_shapes[0]) / a.in[0]};
+       // d out / d x_i is the product of the other entries of x_i's slice: out / x_i where x_i != 0;
+       // at a slice's only zero, the product of its non-zero entries; with two zeros or more, 0.
+       const Tensor& x = a.in[0];
+       const Shape& shape = a.in_shapes[0];
+       Tensor zero = x == 0.0, safe = where(zero, ones_like(x), x);
+       Tensor nonzero_prod = primitive(Op::Prod, {safe}, kept(shape, a.attrs.ints), a.out.dtype(), a.attrs);
+       Tensor one_zero = sum(zero, a.attrs.ints, true) == 1;
+       Tensor at_zero = where(one_zero, nonzero_prod, zeros_like(nonzero_prod)).expand(shape);
+       return {unreduce(a.grad, shape, a.attrs.ints) * where(zero, at_zero, unreduce(a.out, shape, a.attrs.ints) / safe)};
      }}},
     {Op::ReduceMax, {"AmaxBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
        // Ties share the gradient equally, as in PyTorch's amax.
-       Tensor mask = (a.in[0] == a.out.expand(a.in_shapes[0])).to(a.grad.dtype());
-       return {mask * unreduce(a.grad, a.in_shapes[0]) / sum(mask, a.attrs.ints, true)};
+       const auto& axes = a.attrs.ints;
+       Tensor mask = (a.in[0] == unreduce(a.out, a.in_shapes[0], axes)).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, a.in_shapes[0], axes) / sum(mask, axes, true)};
      }}},
     {Op::ReduceMin, {"AminBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
-       Tensor mask = (a.in[0] == a.out.expand(a.in_shapes[0])).to(a.grad.dtype());
-       return {mask * unreduce(a.grad, a.in_shapes[0]) / sum(mask, a.attrs.ints, true)};
+       const auto& axes = a.attrs.ints;
+       Tensor mask = (a.in[0] == unreduce(a.out, a.in_shapes[0], axes)).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, a.in_shapes[0], axes) / sum(mask, axes, true)};
      }}},
     {Op::Matmul, {"BmmBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
        return {a.needs[0] ? a.grad.bmm(transpose_last(a.in[1])) : Tensor(),
                a.needs[1] ? transpose_last(a.in[0]).bmm(a.grad) : Tensor()};
-     }}},
+     }, {0b10, 0b01}}},
     {Op::IndexSelect, {"IndexSelectBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
        Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
        return {primitive(Op::IndexAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
@@ -158,10 +175,13 @@ class OpBackward final : public autograd::Node {
   void save(const TensorList& inputs, const Attrs& attrs) {
     attrs_ = attrs;
     saved_inputs_.resize(inputs.size());
+    unsigned wanted = 0;  // inputs that want a gradient
+    for (size_t i = 0; i < inputs.size(); ++i) wanted |= inputs[i].requires_grad() ? 1u << i : 0u;
     for (size_t i = 0; i < inputs.size(); ++i) {
       in_shapes_.push_back(inputs[i].sizes().vec());
       in_dtypes_.push_back(inputs[i].dtype());
-      if (d_->save_inputs & (1u << i)) saved_inputs_[i] = autograd::SavedTensor(inputs[i], false);
+      if ((d_->save_inputs & (1u << i)) && (d_->used_by[i] == 0 || (d_->used_by[i] & wanted)))
+        saved_inputs_[i] = autograd::SavedTensor(inputs[i], false);
     }
   }
   void save_output(const Tensor& out) {
@@ -213,16 +233,24 @@ bool any_requires_grad(const TensorList& ts) {
   return false;
 }
 
-Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs) {
+Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs,
+                 const std::optional<Shape>& sizes) {
   const Derivative* d = derivative(op);
   const bool track = d && autograd::GradMode::is_enabled() && any_requires_grad(inputs) && is_floating(dtype);
   Tensor out = record(op, inputs, std::move(shape), dtype, track ? attrs : std::move(attrs));
+  if (sizes) {  // the same contiguous layout, seen without some size-1 axes
+    TensorImpl& impl = *out.unsafeGetTensorImpl();
+    impl.sizes = *sizes;
+    impl.strides = contiguous_strides(*sizes);
+  }
   if (track) attach(out, d, inputs, attrs);
   return out;
 }
 
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs) {
   Tensor out = alias(self, std::move(sizes), std::move(strides), offset);
+  const auto& base = self.unsafeGetTensorImpl()->view_base;
+  out.unsafeGetTensorImpl()->view_base = base ? base : self.impl_ptr();
   if (autograd::GradMode::is_enabled() && self.requires_grad())
     attach(out, &view_derivative(kind), {self}, attrs);
   return out;

@@ -32,6 +32,9 @@ struct Derivative {
   uint8_t save_inputs;  // bit i set: input i is saved
   bool save_output;
   BackwardFn backward;
+  // For each saved input, the inputs whose gradients read it (bit j: input j); 0 means always
+  // saved. An input no needed gradient reads is not kept: x.mul_(2) must not save x.
+  uint8_t used_by[3] = {0, 0, 0};
 };
 
 // The row for `op`, or null when the op has no gradient (comparisons, argmax, leaves).
@@ -39,7 +42,10 @@ const Derivative* derivative(ir::Op op);
 const Derivative& view_derivative(ViewKind kind);
 
 // Records `op` over `inputs` and attaches its backward node when gradients flow.
-Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs = {});
+// `sizes`, when given, are the result's sizes: the node's shape without some size-1 axes (a
+// reduction without keepdim, whose grad_fn is then the reduction's node, as in PyTorch).
+Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs = {},
+                 const std::optional<Shape>& sizes = std::nullopt);
 // A view of `self` (sharing storage) with the backward node of `kind`.
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
 

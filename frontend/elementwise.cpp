@@ -65,6 +65,12 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
 Tensor scaled(const Tensor& b, const Scalar& alpha) {
   return alpha.toDouble() == 1.0 ? b : b * alpha;
 }
+// b * alpha as one number, integral when both are (int tensor - 1 stays int64).
+Scalar scaled(const Scalar& b, const Scalar& alpha) {
+  if (alpha.toDouble() == 1.0) return b;
+  if (b.isFloatingPoint() || alpha.isFloatingPoint()) return b.toDouble() * alpha.toDouble();
+  return b.toLong() * alpha.toLong();
+}
 
 }  // namespace
 
@@ -114,7 +120,10 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 Tensor pow(const Tensor& x, const Tensor& e) { return binary(Op::Pow, x, e, "pow"); }
 Tensor pow(const Tensor& x, const Scalar& e) {
   if (e.toDouble() == 1.0) return x.is_floating_point() || e.isIntegral() ? x.clone() : x.to(kFloat);
-  if (e.toDouble() == 2.0) return x * x;
+  if (e.toDouble() == 2.0) {
+    Tensor xf = x.is_floating_point() || e.isIntegral() ? x : x.to(kFloat);  // int ** 2.0 is float
+    return xf * xf;
+  }
   return pow(x, wrap_scalar(e, x));
 }
 Tensor pow(const Scalar& x, const Tensor& e) { return pow(wrap_scalar(x, e), e); }
@@ -133,11 +142,11 @@ Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::null
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Add, a, scaled(b, alpha), "add"); }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  return add(a, wrap_scalar(b.toDouble() * alpha.toDouble(), a));
+  return add(a, wrap_scalar(scaled(b, alpha), a));
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Sub, a, scaled(b, alpha), "sub"); }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  return sub(a, wrap_scalar(b.toDouble() * alpha.toDouble(), a));
+  return sub(a, wrap_scalar(scaled(b, alpha), a));
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, "mul"); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap_scalar(b, a)); }

@@ -53,6 +53,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   if (a.dim() <= 2 && b.dim() <= 2) {
     Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a, b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    KILN_CHECK(a2.size(1) == b2.size(0), "matmul: mat1 and mat2 shapes cannot be multiplied (", a2.size(0), "x",
+               a2.size(1), " and ", b2.size(0), "x", b2.size(1), ") (shapes ", a.sizes().vec(), " and ",
+               b.sizes().vec(), ")");
     Tensor r = mm(a2, b2);
     if (a.dim() == 1) r = r.squeeze(0);
     if (b.dim() == 1) r = r.squeeze(-1);
@@ -63,6 +66,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t M = a2.size(-2), K = a2.size(-1), N = b2.size(-1);
   KILN_CHECK(b2.size(-2) == K, "matmul: shapes cannot be multiplied (", a.sizes().vec(), " and ", b.sizes().vec(), ")");
   Shape batch_a(a2.sizes().begin(), a2.sizes().end() - 2), batch_b(b2.sizes().begin(), b2.sizes().end() - 2);
+  for (size_t i = 1; i <= std::min(batch_a.size(), batch_b.size()); ++i) {
+    const int64_t sa = batch_a[batch_a.size() - i], sb = batch_b[batch_b.size() - i];
+    KILN_CHECK(sa == sb || sa == 1 || sb == 1, "matmul: batch dimensions do not broadcast (shapes ",
+               a.sizes().vec(), " and ", b.sizes().vec(), ")");
+  }
   Shape batch = broadcast_shapes(batch_a, batch_b);
   Shape out = batch;
   if (a.dim() > 1) out.push_back(M);

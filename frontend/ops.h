@@ -28,6 +28,7 @@ Tensor tensor(double value, const TensorOptions& o = {});
 Tensor tensor(float value, const TensorOptions& o = {});
 Tensor tensor(int64_t value, const TensorOptions& o = {});
 Tensor tensor(int value, const TensorOptions& o = {});
+Tensor tensor(bool value, const TensorOptions& o = {});
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o = {});
 Tensor zeros(IntArrayRef size, const TensorOptions& o = {});
 Tensor ones(IntArrayRef size, const TensorOptions& o = {});

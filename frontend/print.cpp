@@ -21,6 +21,7 @@ void indent(std::ostream& os, int64_t n) {
 }
 
 void print_scale(std::ostream& os, double scale) {
+  FormatGuard guard(os);  // the values after it keep the stream's fixed format
   os << std::defaultfloat << scale << " *" << std::endl;
 }
 

@@ -37,12 +37,15 @@ Shape kept_shape(const Tensor& x, const std::vector<int64_t>& axes) {
   return s;
 }
 
-Tensor drop_axes(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
-  if (keepdim) return r;
+Shape dropped_shape(const Tensor& x, const std::vector<int64_t>& axes) {
   Shape s;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (!std::binary_search(axes.begin(), axes.end(), d)) s.push_back(x.size(d));
-  return r.reshape(s);
+  return s;
+}
+
+Tensor drop_axes(const Tensor& r, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return keepdim ? r : r.reshape(dropped_shape(x, axes));
 }
 
 Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType dtype, const char* name) {
@@ -52,8 +55,9 @@ Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType
     for (auto a : axes)
       KILN_CHECK(x.size(a) > 0, name, ": expected reduction dim ", a, " to have non-zero size (input ",
                  detail::shape_str(x), ")");
-  Tensor r = primitive(op, {in}, kept_shape(x, axes), dtype, detail::Attrs{axes});
-  return drop_axes(r, x, axes, keepdim);
+  // The node keeps the reduced axes; the result drops them without a view of its own.
+  return primitive(op, {in}, kept_shape(x, axes), dtype, detail::Attrs{axes},
+                   keepdim ? std::nullopt : std::optional<Shape>(dropped_shape(x, axes)));
 }
 
 // sum and prod of bool and integer tensors accumulate in int64, as in PyTorch.
@@ -135,12 +139,15 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
 }
 Tensor std(const Tensor& x, bool unbiased) { return sqrt(var(x, unbiased)); }
 Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  KILN_CHECK(x.is_floating_point(), "std: only floating point inputs are supported (got ", detail::shape_str(x), ")");
+  normalize_axes(x, dims, "std");  // errors name std, not the var it is made of
   return sqrt(var(x, dims, unbiased, keepdim));
 }
 
 Tensor norm(const Tensor& x, const Scalar& p) { return norm(x, p, {}, false); }
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   KILN_CHECK(x.is_floating_point(), "norm: only floating point inputs are supported (got ", detail::shape_str(x), ")");
+  normalize_axes(x, dims, "norm");  // errors name norm, not the sum it is made of
   const double order = p.toDouble();
   if (std::isinf(order)) return order > 0 ? amax(x.abs(), dims, keepdim) : amin(x.abs(), dims, keepdim);
   if (order == 1) return sum(x.abs(), dims, keepdim);
@@ -158,13 +165,14 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return drop_axes(r, x, axes, keepdim);
 }
 
-Tensor all(const Tensor& x) { return reduce(Op::ReduceMin, x.to(kBool), {}, false, kBool, "all"); }
+// all and any count, so that an empty reduction is true for all and false for any, as in PyTorch.
+Tensor all(const Tensor& x) { return sum(logical_not(x)) == 0; }
 Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
-  return reduce(Op::ReduceMin, x.to(kBool), {dim}, keepdim, kBool, "all");
+  return sum(logical_not(x), wrap_dim(dim, x.dim(), "all"), keepdim) == 0;
 }
-Tensor any(const Tensor& x) { return reduce(Op::ReduceMax, x.to(kBool), {}, false, kBool, "any"); }
+Tensor any(const Tensor& x) { return sum(x.to(kBool)) > 0; }
 Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
-  return reduce(Op::ReduceMax, x.to(kBool), {dim}, keepdim, kBool, "any");
+  return sum(x.to(kBool), wrap_dim(dim, x.dim(), "any"), keepdim) > 0;
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {

@@ -29,9 +29,7 @@ bool Tensor::is_contiguous() const {
 
 bool Tensor::is_alias_of(const Tensor& o) const { return impl().storage == o.impl().storage; }
 
-std::string Tensor::toString() const {
-  return detail::concat(torch_type_name(dtype()), "{", sizes().vec(), "}");
-}
+std::string Tensor::toString() const { return torch_type_name(dtype()); }  // as libtorch: "CPUFloatType"
 
 // --- reading values ---
 
@@ -203,7 +201,33 @@ Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
 Tensor Tensor::clone() const { return detail::primitive(ir::Op::Copy, {*this}, impl().sizes, dtype()); }
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
-Tensor& Tensor::copy_(const Tensor& src, bool) { return assign_(src); }
+Tensor& Tensor::copy_(const Tensor& src, bool) {
+  // A leaf source is copied through a node of its own, so that gradients reach it (CopyBackwards).
+  const bool leaf_source = autograd::GradMode::is_enabled() && src.requires_grad() && src.is_leaf();
+  return assign_(leaf_source ? src.clone() : src);
+}
+
+// Writing a value with history into a view (PyTorch's CopySlices): the base gets the new content
+// through a WriteView primitive, whose backward sends the window's gradient to the value and the
+// rest to the base's old history; this view becomes a view of the rewritten base.
+Tensor& Tensor::assign_view_with_history(const Tensor& value) {
+  TensorImpl& self = impl();
+  Tensor base(self.view_base);
+  KILN_CHECK(base.storage_offset() == 0 && base.is_contiguous() && base.numel() == self.storage->numel,
+             "in-place op: writing a value that requires grad into a view (", detail::shape_str(*this),
+             ") of a tensor that does not own its storage is not supported");
+  KILN_CHECK(!(base.requires_grad() && base.is_leaf()), "in-place op: a view of a leaf Variable that requires "
+             "grad is being used in an in-place operation (view ", detail::shape_str(*this), ")");
+  std::vector<int64_t> geometry = self.sizes;
+  geometry.insert(geometry.end(), self.strides.begin(), self.strides.end());
+  geometry.push_back(self.offset);
+  const int64_t n = self.storage->numel;
+  Tensor written = detail::primitive(ir::Op::WriteView, {base.reshape({n}), value}, {n}, dtype(), detail::Attrs{geometry});
+  base.assign_(written.view(base.sizes()));
+  Tensor fresh = detail::as_strided(base.reshape({n}), geometry);
+  self.autograd = std::move(fresh.unsafeGetTensorImpl()->autograd);
+  return *this;
+}
 
 Tensor& Tensor::assign_(const Tensor& value_in) {
   TensorImpl& self = impl();
@@ -218,9 +242,9 @@ Tensor& Tensor::assign_(const Tensor& value_in) {
   }
   const bool history = grad_mode && value.requires_grad();
   const bool covers_storage = self.offset == 0 && is_contiguous() && numel() == self.storage->numel;
-  KILN_CHECK(!(history && !covers_storage),
-             "in-place op: writing a value that requires grad into a view (", detail::shape_str(*this),
-             ") is not supported; write out of place instead");
+  if (history && !covers_storage && self.view_base) return assign_view_with_history(value);
+  KILN_CHECK(!(history && !covers_storage), "in-place op: writing a value that requires grad into ",
+             detail::shape_str(*this), ", which shares its storage without being a view of it, is not supported");
   ir::NodePtr content;
   if (covers_storage && value.is_contiguous() && value.storage_offset() == 0 &&
       value.numel() == value.impl().storage->numel) {

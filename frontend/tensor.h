@@ -29,6 +29,7 @@ struct TensorImpl {
   int64_t offset = 0;
   ScalarType dtype = kFloat;
   std::unique_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
+  std::shared_ptr<TensorImpl> view_base;  // for views: the tensor viewed (in-place writes update its history)
   ~TensorImpl();
 };
 
@@ -246,6 +247,7 @@ class Tensor {
   // Replaces this tensor's values (and, under autograd, its history) with `value` computed out
   // of place: the one path every in-place op takes.
   Tensor& assign_(const Tensor& value);
+  Tensor& assign_view_with_history(const Tensor& value);
 
  private:
   TensorImpl& impl() const {

@@ -1,7 +1,7 @@
 // A kernel is what one launch computes: a pointwise group (elementwise nodes over one iteration
-// domain, several outputs written in one pass), a reduction with its elementwise prologue, or a
-// single node run by a library routine (matmul, gathers, cat). Partitioning a plan into kernels
-// decides which values reach memory: only kernel outputs do.
+// domain, several outputs written in one pass), a reduction with its elementwise prologue and
+// epilogue, or a single node run by a library routine (matmul, gathers, cat). Partitioning a plan
+// into kernels decides which values reach memory: only kernel outputs do.
 #pragma once
 #include <string>
 #include <vector>
@@ -30,9 +30,13 @@ inline int read_index(int arg) { return ~arg; }
 struct Kernel {
   enum class Kind { Pointwise, Reduction, Library };
   Kind kind = Kind::Library;
-  std::vector<KernelNode> nodes;  // dependency order; a Reduction's last node is the reduction
+  std::vector<KernelNode> nodes;  // dependency order
+  std::vector<int> reduces;       // Reduction: the reducing nodes (same domain and axes, computed
+                                  // in one pass); nodes that read them are the epilogue, evaluated
+                                  // per output element
   std::vector<Read> reads;
-  std::vector<int> outputs;       // nodes written to memory (contiguously, in the node's shape)
+  std::vector<int> outputs;       // nodes written to memory (contiguously, in the node's shape;
+                                  // a Reduction's outputs all have its output's shape)
   Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
   std::vector<bool> reduced;      // Reduction: which domain dims are reduced
   ir::NodePtr library_node;       // Library: the node to run

@@ -12,11 +12,13 @@ static torch::Tensor gelu_chain(const torch::Tensor& x) {
 static void BM_GeluChain(benchmark::State& state) {
   const int64_t n = int64_t(1) << 22;  // 4M floats
   auto x = torch::randn({n});
-  for (auto _ : state) {
+  auto step = [&] {
     auto y = gelu_chain(x);
     settle();
     benchmark::DoNotOptimize(y);
-  }
+  };
+  step();  // compiles (or loads) the kernel outside the timed loop
+  for (auto _ : state) step();
   state.SetBytesProcessed(int64_t(state.iterations()) * n * 8);  // read x, write y
 }
 BENCHMARK(BM_GeluChain)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -36,14 +38,16 @@ static void BM_LayerNormGelu(benchmark::State& state) {
   auto x = torch::randn({512, 1024}, torch::requires_grad());
   torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({1024}));
   auto grad = torch::randn({512, 1024});
-  for (auto _ : state) {
+  auto step = [&] {
     auto y = torch::gelu(ln->forward(x));
     y.backward(grad);
     settle();
     benchmark::DoNotOptimize(x.grad());
     x.mutable_grad() = torch::Tensor();
     ln->zero_grad();
-  }
+  };
+  step();
+  for (auto _ : state) step();
 }
 BENCHMARK(BM_LayerNormGelu)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -76,6 +76,7 @@ class HalideBackend final : public Backend {
  private:
   void run(const Kernel& k) {
     if (k.kind == Kernel::Kind::Library) {
+      if (log().should_log(spdlog::level::trace)) log().trace("library {}", ir::op_name(k.library_node->op));
       run_node(*k.library_node);
       stats_add(&Stats::kernel_launches, 1);
       return;
@@ -111,7 +112,10 @@ class HalideBackend final : public Backend {
     std::vector<double> consts;
     std::vector<void*> argv;
     // The order of arguments.h.
-    for (const auto& r : k.reads) buffers.emplace_back(r.node->result->data(), r.node->dtype, Shape{r.node->numel()});
+    for (const auto& r : k.reads) {
+      KILN_CHECK(r.node->result, "halide: kernel reads ", ir::op_name(r.node->op), " before it is computed (", k.key(), ")");
+      buffers.emplace_back(r.node->result->data(), r.node->dtype, Shape{r.node->numel()});
+    }
     for (auto& b : buffers) argv.push_back(&b.buf);
     for (auto e : k.domain) ints.push_back(int32_t(e));
     for (const auto& r : k.reads) {
@@ -137,6 +141,7 @@ class HalideBackend final : public Backend {
       argv.push_back(&buffers.back().buf);
     }
     if (numel_of(k.domain) == 0 && k.kind == Kernel::Kind::Pointwise) return;
+    if (log().should_log(spdlog::level::trace)) log().trace("launch {}", k.key());
     const int rc = fn(argv.data());
     KILN_CHECK(rc == 0, "halide: kernel failed with code ", rc, " (", k.key(), ")");
     stats_add(&Stats::kernel_launches, 1);

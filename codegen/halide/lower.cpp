@@ -19,7 +19,8 @@ using Internal::make_zero;
 using ir::Op;
 
 Target kernel_target() {
-  return get_host_target().with_feature(Target::NoRuntime).with_feature(Target::NoAsserts)
+  // strict_float: NaN and infinity keep their IEEE meaning (max propagates NaN, as in PyTorch).
+  return get_host_target().with_feature(Target::NoRuntime).with_feature(Target::NoAsserts).with_feature(Target::StrictFloat)
       .with_feature(Target::NoBoundsQuery);
 }
 
@@ -151,21 +152,30 @@ struct Lowering {
     return to_value(inputs[r](index), k.reads[r].node->dtype);
   }
 
-  // Values of every node, memoized: Halide expressions share their common subtrees.
-  std::vector<Expr> values(const std::vector<Expr>& coords) {
-    std::vector<Expr> v(k.nodes.size());
-    for (size_t i = 0; i < k.nodes.size(); ++i) {
-      const ir::Node& n = *k.nodes[i].node;
-      if (n.op == Op::Const) {
-        v[i] = convert(consts[const_of.at(int(i))], n.dtype);
-        continue;
-      }
-      if (ir::op_kind(n.op) == ir::OpKind::Reduce) continue;  // built by the caller
+  // The value of kernel node `i` at `coords` (one of a few coordinate sets: the domain's, or a
+  // reduction's output coordinates for its epilogue), memoized per set so that Halide
+  // expressions share their common subtrees.
+  struct Context {
+    std::vector<Expr> coords;
+    std::vector<Expr> memo;
+    std::map<int, Expr> reduced;  // in an epilogue: the reductions' values, by node
+  };
+  Expr value(int i, Context& c) {
+    if (c.memo.empty()) c.memo.resize(k.nodes.size());
+    if (c.memo[i].defined()) return c.memo[i];
+    const ir::Node& n = *k.nodes[i].node;
+    Expr e;
+    if (n.op == Op::Const) {
+      e = convert(consts[const_of.at(i)], n.dtype);
+    } else if (ir::op_kind(n.op) == ir::OpKind::Reduce) {
+      KILN_CHECK(c.reduced.count(i), "halide: a reduction read outside its epilogue");
+      e = c.reduced.at(i);
+    } else {
       std::vector<Expr> args;
-      for (int a : k.nodes[i].args) args.push_back(fusion::is_read(a) ? load(fusion::read_index(a), coords) : v[a]);
-      v[i] = lower_op(n, args);
+      for (int a : k.nodes[i].args) args.push_back(fusion::is_read(a) ? load(fusion::read_index(a), c.coords) : value(a, c));
+      e = lower_op(n, args);
     }
-    return v;
+    return c.memo[i] = e;
   }
 };
 
@@ -192,9 +202,9 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   auto vars = make_vars(k.domain.size());
   std::vector<Expr> coords(k.domain.size());
   for (size_t d = 0; d < coords.size(); ++d) coords[d] = vars[coords.size() - 1 - d];
-  auto v = L.values(coords);
+  Lowering::Context ctx{coords, {}, {}};
   std::vector<Expr> outs;
-  for (int o : k.outputs) outs.push_back(to_storage(v[o], k.nodes[o].node->dtype));
+  for (int o : k.outputs) outs.push_back(to_storage(L.value(o, ctx), k.nodes[o].node->dtype));
   Func f("out");
   std::vector<Var> lhs(vars.begin(), vars.end());
   if (outs.size() == 1)
@@ -206,9 +216,35 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   return Pipeline(f);
 }
 
+// A reducing node's initial value, and its update of `acc` by `x`.
+Expr initial(const ir::Node& red) {
+  const Type t = value_type(red.dtype);
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (red.op) {
+    case Op::Sum: return make_zero(t);
+    case Op::Prod: return make_one(t);
+    case Op::ReduceMax: return t.is_bool() ? const_false() : t.is_float() ? cast(t, Expr(-inf)) : t.min();
+    case Op::ReduceMin: return t.is_bool() ? const_true() : t.is_float() ? cast(t, Expr(inf)) : t.max();
+    default: break;
+  }
+  throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
+}
+Expr update(const ir::Node& red, Expr acc, Expr x) {
+  const Type t = value_type(red.dtype);
+  switch (red.op) {
+    case Op::Sum: return acc + x;
+    case Op::Prod: return acc * x;
+    case Op::ReduceMax:  // NaN wins, as in PyTorch
+      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || is_nan(x), x, acc) : max(acc, x);
+    case Op::ReduceMin:
+      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || is_nan(x), x, acc) : min(acc, x);
+    default: break;
+  }
+  throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
+}
+
 Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   const fusion::Kernel& k = L.k;
-  const ir::Node& red = *k.nodes.back().node;
   const size_t rank = k.domain.size();
   std::vector<size_t> kept_dims, reduced_dims;
   for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
@@ -220,49 +256,46 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   std::vector<Expr> coords(rank);
   for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
   for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
-  auto v = L.values(coords);
-  const int arg = k.nodes.back().args[0];
-  Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : v[arg];
-  const Type t = value_type(red.dtype);
-  x = convert(x, red.dtype);
-  // An update that does not mention the RDom runs once, not once per element: a prologue of
-  // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
-  if (!reduced_dims.empty() && !t.is_bool()) x = x + cast(t, r[0] * 0);
+  Lowering::Context prologue{coords, {}, {}};
 
+  // One accumulator per reducing node, updated together (a Tuple when there are several).
   Func acc("acc");
   std::vector<Var> lhs(vars.begin(), vars.end());
   std::vector<Expr> lhs_e(vars.begin(), vars.end());
-  switch (red.op) {
-    case Op::Sum:
-      acc(lhs) = make_zero(t);
-      acc(lhs_e) = acc(lhs_e) + x;
-      break;
-    case Op::Prod:
-      acc(lhs) = make_one(t);
-      acc(lhs_e) = acc(lhs_e) * x;
-      break;
-    case Op::ReduceMax:
-      if (t.is_bool()) {
-        acc(lhs) = const_false();
-        acc(lhs_e) = acc(lhs_e) || x;
-      } else {
-        acc(lhs) = t.is_float() ? cast(t, Expr(-std::numeric_limits<float>::infinity())) : t.min();
-        acc(lhs_e) = t.is_float() ? select(x > acc(lhs_e) || is_nan(x), x, acc(lhs_e)) : max(acc(lhs_e), x);
-      }
-      break;
-    case Op::ReduceMin:
-      if (t.is_bool()) {
-        acc(lhs) = const_true();
-        acc(lhs_e) = acc(lhs_e) && x;
-      } else {
-        acc(lhs) = t.is_float() ? cast(t, Expr(std::numeric_limits<float>::infinity())) : t.max();
-        acc(lhs_e) = t.is_float() ? select(x < acc(lhs_e) || is_nan(x), x, acc(lhs_e)) : min(acc(lhs_e), x);
-      }
-      break;
-    default: throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
+  std::vector<Expr> inits, updates;
+  const size_t n = k.reduces.size();
+  for (size_t j = 0; j < n; ++j) inits.push_back(initial(*k.nodes[k.reduces[j]].node));
+  if (n == 1)
+    acc(lhs) = inits[0];
+  else
+    acc(lhs) = Tuple(inits);
+  for (size_t j = 0; j < n; ++j) {
+    const ir::Node& red = *k.nodes[k.reduces[j]].node;
+    const int arg = k.nodes[k.reduces[j]].args[0];
+    Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : L.value(arg, prologue);
+    x = convert(x, red.dtype);
+    // An update that does not mention the RDom runs once, not once per element: a prologue of
+    // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
+    if (!reduced_dims.empty() && !x.type().is_bool()) x = x + cast(x.type(), r[0] * 0);
+    updates.push_back(update(red, n == 1 ? Expr(acc(lhs_e)) : Expr(acc(lhs_e)[j]), x));
   }
+  if (n == 1)
+    acc(lhs_e) = updates[0];
+  else
+    acc(lhs_e) = Tuple(updates);
+
+  // The epilogue: outputs at the output coordinates, where reduced dims are 0.
+  std::vector<Expr> out_coords(rank, Expr(0));
+  for (size_t i = 0; i < kept_dims.size(); ++i) out_coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
+  Lowering::Context epilogue{out_coords, {}, {}};
+  for (size_t j = 0; j < n; ++j) epilogue.reduced[k.reduces[j]] = n == 1 ? Expr(acc(lhs_e)) : Expr(acc(lhs_e)[j]);
+  std::vector<Expr> outs;
+  for (int o : k.outputs) outs.push_back(to_storage(L.value(o, epilogue), k.nodes[o].node->dtype));
   Func out("out");
-  out(lhs) = to_storage(acc(lhs_e), red.dtype);
+  if (outs.size() == 1)
+    out(lhs) = outs[0];
+  else
+    out(lhs) = Tuple(outs);
   // Rows reduced innermost: parallel over rows, serial inside. Otherwise the innermost kept dim
   // is walked in vectors.
   const int vec = kernel_target().natural_vector_size(Float(32));

@@ -1,7 +1,10 @@
 // kiln: lazy, fused tensors with reverse-mode autograd. The public API, namespace kiln.
 #pragma once
 #include "frontend/autograd.h"
+#include "frontend/losses.h"
+#include "frontend/nn/nn.h"
 #include "frontend/ops.h"
+#include "frontend/optim/optim.h"
 #include "frontend/tensor.h"
 #include "runtime/config.h"
 #include "runtime/stats.h"

@@ -1,0 +1,268 @@
+// Losses, written from kiln ops (log_softmax, gather, where, sum) so that autograd differentiates
+// them like any composite. Every shape, dtype and option is checked here, at the call.
+#include "frontend/losses.h"
+
+#include <iostream>
+#include <mutex>
+#include <set>
+
+#include "frontend/ops.h"
+#include "frontend/trace.h"
+
+namespace kiln {
+
+using detail::shape_str;
+
+namespace {
+
+enum class Reduce { None, Mean, Sum };
+
+Reduce parse_reduction(const Reduction& reduction, const char* op) {
+  const std::string& r = reduction.name();
+  if (r == "mean") return Reduce::Mean;
+  if (r == "sum") return Reduce::Sum;
+  KILN_CHECK(r == "none", op, ": reduction must be 'mean', 'sum' or 'none', got '", r, "'");
+  return Reduce::None;
+}
+
+Tensor reduce(const Tensor& loss, Reduce r) {
+  switch (r) {
+    case Reduce::Mean: return loss.mean();
+    case Reduce::Sum: return loss.sum();
+    case Reduce::None: break;
+  }
+  return loss;
+}
+
+// libtorch warns (and goes on) where a program is probably wrong but valid; once per op here.
+void warn_once(const char* op, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(op).second) std::cerr << "kiln warning: " << op << ": " << message << std::endl;
+}
+
+void check_floating(const Tensor& t, const char* op, const char* what) {
+  KILN_CHECK(t.defined(), op, ": ", what, " is undefined");
+  KILN_CHECK(t.is_floating_point(), op, ": expected a floating point ", what, ", got ", shape_str(t));
+}
+
+// Regression losses take input and target of one shape; a broadcast between different shapes is
+// allowed, as in libtorch, but warned about since it is usually a bug ([N, 1] against [N]).
+void check_pointwise(const Tensor& input, const Tensor& target, const char* op) {
+  check_floating(input, op, "input");
+  check_floating(target, op, "target");
+  if (input.sizes() == target.sizes()) return;
+  const size_t rank = std::max(input.dim(), target.dim());
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t a = i < size_t(input.dim()) ? input.size(input.dim() - 1 - i) : 1;
+    const int64_t b = i < size_t(target.dim()) ? target.size(target.dim() - 1 - i) : 1;
+    KILN_CHECK(a == b || a == 1 || b == 1, op, ": target ", shape_str(target), " and input ", shape_str(input),
+               " have different sizes that cannot be broadcast together");
+  }
+  warn_once(op, detail::concat("using a target size (", target.sizes().vec(), ") that is different to the input size (",
+                               input.sizes().vec(), "). This will likely lead to incorrect results due to "
+                               "broadcasting. Please ensure they have the same size."));
+}
+
+bool is_computed(const Tensor& t) { return t.unsafeGetTensorImpl()->storage->node->computed(); }
+
+// --- classification ---
+
+// Checks a class-index target against input [C] / [N, C] / [N, C, d1, ...] and returns the class
+// dimension.
+int64_t check_class_target(const Tensor& input, const Tensor& target, int64_t ignore_index, const char* op) {
+  check_floating(input, op, "input");
+  KILN_CHECK(input.dim() >= 1, op, ": input must have at least 1 dimension, got ", shape_str(input));
+  KILN_CHECK(target.defined(), op, ": target is undefined");
+  KILN_CHECK(target.dtype() == kLong, op, ": expected a target of class indices of dtype int64, got ",
+             shape_str(target));
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  Shape expected = input.sizes().vec();
+  expected.erase(expected.begin() + class_dim);
+  KILN_CHECK(target.sizes() == IntArrayRef(expected), op, ": expected a target of shape ", expected, " for input ",
+             shape_str(input), ", got ", shape_str(target));
+  // A target already computed is checked now; a pending one is checked by gather when computed.
+  const int64_t classes = input.size(class_dim);
+  if (is_computed(target))
+    for (int64_t t : target.to_vector<int64_t>())
+      KILN_CHECK(t == ignore_index || (t >= 0 && t < classes), op, ": target ", t, " is out of bounds for ", classes,
+                 " classes (input ", shape_str(input), ")");
+  return class_dim;
+}
+
+void check_class_weight(const Tensor& weight, const Tensor& input, int64_t class_dim, const char* op) {
+  if (!weight.defined()) return;
+  check_floating(weight, op, "weight");
+  KILN_CHECK(weight.dim() == 1 && weight.numel() == input.size(class_dim), op, ": weight tensor should be defined "
+             "either for all ", input.size(class_dim), " classes or no classes but got weight tensor of shape ",
+             shape_str(weight));
+}
+
+// [C] weights shaped to broadcast along the class dimension of `input`.
+Tensor weight_along_classes(const Tensor& weight, const Tensor& input, int64_t class_dim) {
+  Shape s(input.dim(), 1);
+  s[class_dim] = weight.numel();
+  return weight.reshape(s);
+}
+
+// The per-element pieces class-index losses share: -log p[target] times the target's class
+// weight (zero where the target is ignored), and that weight.
+struct ClassTerms {
+  Tensor ignored;        // bool, target's shape
+  Tensor target_weight;  // input's dtype, target's shape
+  Tensor nll;            // unreduced, target's shape
+};
+
+ClassTerms class_terms(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                       int64_t class_dim) {
+  ClassTerms terms;
+  terms.ignored = target == ignore_index;
+  // Ignored targets read class 0 (any valid index) and are then weighted by zero.
+  Tensor safe_target = where(terms.ignored, Scalar(0), target);
+  Tensor picked = log_probs.gather(class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim);
+  terms.target_weight = logical_not(terms.ignored).to(log_probs.dtype());
+  if (weight.defined())
+    terms.target_weight = terms.target_weight *
+                          weight.to(log_probs.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
+  terms.nll = -(picked * terms.target_weight);
+  return terms;
+}
+
+// "mean" of a class-index loss divides by the total weight of the targets not ignored.
+Tensor reduce_by_weight(const Tensor& loss, Reduce r, const Tensor& target_weight) {
+  return r == Reduce::Mean ? loss.sum() / target_weight.sum() : reduce(loss, r);
+}
+
+Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, const Tensor& weight, Reduce r,
+                                   int64_t ignore_index, double label_smoothing) {
+  const char* op = "cross_entropy";
+  check_floating(logits, op, "input");
+  KILN_CHECK(target.is_floating_point(), op, ": expected floating point type for target with class probabilities, "
+             "got ", shape_str(target), " (class indices need a target without the class dimension)");
+  KILN_CHECK(ignore_index < 0, op, ": ignore_index is not supported for floating point target");
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  check_class_weight(weight, logits, class_dim, op);
+  const int64_t classes = logits.size(class_dim);
+  Tensor log_probs = log_softmax(logits, class_dim);
+  Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / double(classes) : target;
+  Tensor terms = log_probs * t;
+  if (weight.defined()) terms = terms * weight_along_classes(weight.to(logits.dtype()), logits, class_dim);
+  switch (r) {
+    case Reduce::None: return -terms.sum({class_dim});
+    case Reduce::Sum: return -terms.sum();
+    case Reduce::Mean: break;
+  }
+  return -terms.sum() / double(logits.numel() / classes);
+}
+
+// log(x) clamped to >= -100 as libtorch's binary_cross_entropy does, with a finite gradient
+// where x is 0 (log is then evaluated at 1 and its gradient masked away).
+Tensor clamped_log(const Tensor& x) {
+  Tensor positive = x > 0;
+  Tensor safe = where(positive, x, ones_like(x));
+  return where(positive, log(safe).clamp_min(-100), Scalar(-100.0));
+}
+
+}  // namespace
+
+// --- with every option ---
+
+namespace detail {
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, const Reduction& reduction,
+                int64_t ignore_index) {
+  const Reduce r = parse_reduction(reduction, "nll_loss");
+  const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
+  check_class_weight(weight, log_probs, class_dim, "nll_loss");
+  ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
+  return reduce_by_weight(terms.nll, r, terms.target_weight);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, const Reduction& reduction,
+                     int64_t ignore_index, double label_smoothing) {
+  const char* op = "cross_entropy";
+  const Reduce r = parse_reduction(reduction, op);
+  KILN_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, ": label_smoothing must be between 0.0 and 1.0, got ",
+             label_smoothing);
+  KILN_CHECK(logits.defined() && target.defined(), op, ": input and target must be defined");
+  KILN_CHECK(logits.dim() >= 1, op, ": input must have at least 1 dimension (the classes), got ", shape_str(logits));
+  // A target of the input's shape holds class probabilities; otherwise class indices.
+  if (logits.sizes() == target.sizes())
+    return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
+  const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
+  check_class_weight(weight, logits, class_dim, op);
+  Tensor log_probs = log_softmax(logits, class_dim);
+  ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
+  Tensor nll = reduce_by_weight(terms.nll, r, terms.target_weight);
+  if (label_smoothing == 0) return nll;
+  // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
+  Tensor all_classes = weight.defined()
+                           ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)
+                           : log_probs;
+  Tensor smooth = (-all_classes.sum({class_dim})).masked_fill(terms.ignored, 0.0);
+  Tensor smooth_reduced = reduce_by_weight(smooth, r, terms.target_weight);
+  const double classes = double(logits.size(class_dim));
+  return nll * (1 - label_smoothing) + smooth_reduced * (label_smoothing / classes);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            const Reduction& reduction) {
+  const char* op = "binary_cross_entropy";
+  const Reduce r = parse_reduction(reduction, op);
+  check_floating(input, op, "input");
+  check_floating(target, op, "target");
+  KILN_CHECK(input.sizes() == target.sizes(), op, ": using a target size (", shape_str(target),
+             ") that is different to the input size (", shape_str(input), ") is deprecated. Please ensure they have "
+             "the same size.");
+  Tensor loss = -(target * clamped_log(input) + (1 - target) * clamped_log(1 - input));
+  if (weight.defined()) {
+    check_floating(weight, op, "weight");
+    KILN_CHECK(broadcast_shapes(weight.sizes(), input.sizes()) == input.sizes().vec(), op, ": weight ",
+               shape_str(weight), " does not broadcast to the input ", shape_str(input));
+    loss = loss * weight;
+  }
+  return reduce(loss, r);
+}
+
+}  // namespace detail
+
+// --- the plain forms of frontend/ops.h ---
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  const Reduce r = parse_reduction(reduction, "mse_loss");
+  check_pointwise(input, target, "mse_loss");
+  Tensor diff = input - target;
+  return reduce(diff * diff, r);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  const Reduce r = parse_reduction(reduction, "l1_loss");
+  check_pointwise(input, target, "l1_loss");
+  return reduce((input - target).abs(), r);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
+  const Reduce r = parse_reduction(reduction, "smooth_l1_loss");
+  KILN_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
+  check_pointwise(input, target, "smooth_l1_loss");
+  Tensor diff = (input - target).abs();
+  if (beta == 0) return reduce(diff, r);
+  // Quadratic below beta, linear above; the two pieces meet with equal value and slope.
+  return reduce(where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), r);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction) {
+  return detail::nll_loss(log_probs, target, Tensor(), reduction, -100);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
+                     double label_smoothing) {
+  return detail::cross_entropy(logits, target, Tensor(), reduction, -100, label_smoothing);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  return detail::binary_cross_entropy(input, target, Tensor(), reduction);
+}
+
+}  // namespace kiln

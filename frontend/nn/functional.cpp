@@ -1,0 +1,114 @@
+// nn::functional over kiln ops; each checks its options and names itself in errors.
+#include "frontend/nn/functional.h"
+
+#include "frontend/autograd.h"
+#include "frontend/losses.h"
+#include "frontend/ops.h"
+#include "frontend/trace.h"
+
+namespace kiln::nn::functional {
+
+using kiln::detail::shape_str;
+
+// --- activations ---
+
+Tensor relu(Tensor input, const ReLUFuncOptions& options) {
+  return options.inplace() ? input.relu_() : kiln::relu(input);
+}
+
+Tensor leaky_relu(Tensor input, const LeakyReLUFuncOptions& options) {
+  Tensor out = kiln::where(input > 0, input, input * options.negative_slope());
+  return options.inplace() ? input.copy_(out) : out;
+}
+
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return kiln::gelu(input, options.approximate()); }
+Tensor silu(const Tensor& input) { return kiln::silu(input); }
+Tensor sigmoid(const Tensor& input) { return kiln::sigmoid(input); }
+Tensor tanh(const Tensor& input) { return kiln::tanh(input); }
+
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {
+  return kiln::softmax(input, options.dim(), options.dtype());
+}
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options) {
+  return kiln::log_softmax(input, options.dim(), options.dtype());
+}
+
+// --- layers ---
+
+namespace {
+// ", 3, 4": the trailing dimensions in a "[*, 3, 4]" shape pattern.
+std::string trailing(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (auto d : shape) s += ", " + std::to_string(d);
+  return s;
+}
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) { return kiln::linear(input, weight, bias); }
+
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
+  const auto& shape = options.normalized_shape();
+  const int64_t k = int64_t(shape.size());
+  KILN_CHECK(k >= 1, "layer_norm: normalized_shape must have at least one dimension");
+  KILN_CHECK(input.is_floating_point(), "layer_norm: expected a floating point input, got ", shape_str(input));
+  bool matches = input.dim() >= k;
+  for (int64_t i = 0; matches && i < k; ++i) matches = input.size(input.dim() - k + i) == shape[i];
+  KILN_CHECK(matches, "layer_norm: given normalized_shape=", shape, ", expected input with shape [*", trailing(shape),
+             "], but got input ", shape_str(input));
+  for (const Tensor* p : {&options.weight(), &options.bias()})
+    KILN_CHECK(!p->defined() || p->sizes() == IntArrayRef(shape), "layer_norm: expected weight and bias of shape ",
+               shape, ", got ", shape_str(*p));
+  std::vector<int64_t> axes;
+  for (int64_t i = input.dim() - k; i < input.dim(); ++i) axes.push_back(i);
+  Tensor mean = input.mean(axes, /*keepdim=*/true);
+  Tensor centered = input - mean;
+  Tensor var = (centered * centered).mean(axes, /*keepdim=*/true);
+  Tensor out = centered * (var + options.eps()).rsqrt();
+  if (options.weight().defined()) out = out * options.weight();
+  if (options.bias().defined()) out = out + options.bias();
+  return out;
+}
+
+Tensor dropout(Tensor input, const DropoutFuncOptions& options) {
+  const double p = options.p();
+  KILN_CHECK(p >= 0 && p <= 1, "dropout: dropout probability has to be between 0 and 1, but got ", p);
+  KILN_CHECK(input.is_floating_point(), "dropout: expected a floating point input, got ", shape_str(input));
+  if (!options.training() || p == 0) return input;
+  // Keep each element with probability 1 - p; the mask is drawn on the host from kiln's generator.
+  Tensor out = p == 1 ? input * 0.0 : input * ((kiln::rand_like(input) >= p).to(input.dtype()) * (1.0 / (1 - p)));
+  return options.inplace() ? input.copy_(out) : out;
+}
+
+Tensor embedding(const Tensor& input, const Tensor& weight) { return kiln::embedding(weight, input); }
+Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return kiln::one_hot(tensor, num_classes); }
+
+// --- losses ---
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options) {
+  return kiln::mse_loss(input, target, options.reduction().name());
+}
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options) {
+  return kiln::l1_loss(input, target, options.reduction().name());
+}
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options,
+                      double beta) {
+  return kiln::smooth_l1_loss(input, target, options.reduction().name(), beta != 1.0 ? beta : options.beta());
+}
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options) {
+  return kiln::detail::nll_loss(input, target, options.weight(), options.reduction(), options.ignore_index());
+}
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
+  return kiln::detail::cross_entropy(input, target, options.weight(), options.reduction(), options.ignore_index(),
+                                     options.label_smoothing());
+}
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
+  return kiln::detail::binary_cross_entropy(input, target, options.weight(), options.reduction());
+}
+
+}  // namespace kiln::nn::functional
+
+namespace kiln {
+Tensor dropout(const Tensor& input, double p, bool train) {
+  return nn::functional::dropout(input, nn::functional::DropoutFuncOptions().p(p).training(train));
+}
+}  // namespace kiln

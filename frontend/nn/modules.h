@@ -1,0 +1,170 @@
+// The layers, activations and losses as modules: `nn::Linear(3, 2)`, `nn::LayerNorm(...)`,
+// `nn::ReLU()`, `nn::CrossEntropyLoss()`, each a ModuleHolder over its `...Impl`, as in libtorch.
+#pragma once
+#include "frontend/nn/functional.h"
+#include "frontend/nn/module.h"
+#include "frontend/nn/options.h"
+
+namespace kiln::nn {
+
+// --- layers ---
+
+// y = x W^T + b, W [out, in]. Initialized as libtorch 1.13: W ~ kaiming_uniform(a = sqrt(5)),
+// b ~ U(-1/sqrt(in), 1/sqrt(in)).
+class LinearImpl : public Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
+  explicit LinearImpl(const LinearOptions& options);
+  void reset();
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+
+  LinearOptions options;
+  Tensor weight, bias;
+};
+KILN_MODULE(Linear);
+
+// Normalizes over the trailing `normalized_shape`; weight starts at ones, bias at zeros.
+class LayerNormImpl : public Module {
+ public:
+  LayerNormImpl(std::vector<int64_t> normalized_shape) : LayerNormImpl(LayerNormOptions(std::move(normalized_shape))) {}
+  explicit LayerNormImpl(const LayerNormOptions& options);
+  void reset();
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+
+  LayerNormOptions options;
+  Tensor weight, bias;
+};
+KILN_MODULE(LayerNorm);
+
+// A lookup table [num_embeddings, embedding_dim], initialized from N(0, 1).
+class EmbeddingImpl : public Module {
+ public:
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
+  explicit EmbeddingImpl(const EmbeddingOptions& options);
+  void reset();
+  void reset_parameters();
+  Tensor forward(const Tensor& indices);
+  void pretty_print(std::ostream& stream) const override;
+
+  EmbeddingOptions options;
+  Tensor weight;
+};
+KILN_MODULE(Embedding);
+
+// Active only in training mode (see Module::train / eval).
+class DropoutImpl : public Module {
+ public:
+  explicit DropoutImpl(const DropoutOptions& options = {});
+  Tensor forward(Tensor input);
+  void pretty_print(std::ostream& stream) const override;
+
+  DropoutOptions options;
+};
+KILN_MODULE(Dropout);
+
+class FlattenImpl : public Module {
+ public:
+  explicit FlattenImpl(const FlattenOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+
+  FlattenOptions options;
+};
+KILN_MODULE(Flatten);
+
+class IdentityImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input) { return input; }
+  void pretty_print(std::ostream& stream) const override;
+};
+KILN_MODULE(Identity);
+
+// --- activations ---
+
+class ReLUImpl : public Module {
+ public:
+  explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
+  Tensor forward(Tensor input) { return functional::relu(std::move(input), options); }
+  void pretty_print(std::ostream& stream) const override;
+  ReLUOptions options;
+};
+KILN_MODULE(ReLU);
+
+class LeakyReLUImpl : public Module {
+ public:
+  explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : options(options) {}
+  Tensor forward(Tensor input) { return functional::leaky_relu(std::move(input), options); }
+  void pretty_print(std::ostream& stream) const override;
+  LeakyReLUOptions options;
+};
+KILN_MODULE(LeakyReLU);
+
+class GELUImpl : public Module {
+ public:
+  explicit GELUImpl(const GELUOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::gelu(input, options); }
+  void pretty_print(std::ostream& stream) const override;
+  GELUOptions options;
+};
+KILN_MODULE(GELU);
+
+// Activations without options.
+#define KILN_SIMPLE_ACTIVATION(Name, fn)                                    \
+  class Name##Impl : public Module {                                       \
+   public:                                                                 \
+    Tensor forward(const Tensor& input) { return functional::fn(input); } \
+    void pretty_print(std::ostream& stream) const override;               \
+  };                                                                       \
+  KILN_MODULE(Name)
+KILN_SIMPLE_ACTIVATION(Tanh, tanh);
+KILN_SIMPLE_ACTIVATION(Sigmoid, sigmoid);
+KILN_SIMPLE_ACTIVATION(SiLU, silu);
+#undef KILN_SIMPLE_ACTIVATION
+
+class SoftmaxImpl : public Module {
+ public:
+  explicit SoftmaxImpl(int64_t dim) : options(dim) {}
+  explicit SoftmaxImpl(const SoftmaxOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::softmax(input, options.dim()); }
+  void pretty_print(std::ostream& stream) const override;
+  SoftmaxOptions options;
+};
+KILN_MODULE(Softmax);
+
+class LogSoftmaxImpl : public Module {
+ public:
+  explicit LogSoftmaxImpl(int64_t dim) : options(dim) {}
+  explicit LogSoftmaxImpl(const LogSoftmaxOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::log_softmax(input, options.dim()); }
+  void pretty_print(std::ostream& stream) const override;
+  LogSoftmaxOptions options;
+};
+KILN_MODULE(LogSoftmax);
+
+// --- losses: forward(input, target) ---
+
+#define KILN_LOSS_MODULE(Name, Options, fn)                                                       \
+  class Name##Impl : public Module {                                                             \
+   public:                                                                                       \
+    explicit Name##Impl(const Options& options = {}) : options(options) {}                       \
+    Tensor forward(const Tensor& input, const Tensor& target) {                                  \
+      return functional::fn(input, target, options);                                             \
+    }                                                                                            \
+    void pretty_print(std::ostream& stream) const override;                                      \
+    Options options;                                                                             \
+  };                                                                                             \
+  KILN_MODULE(Name)
+KILN_LOSS_MODULE(MSELoss, MSELossOptions, mse_loss);
+KILN_LOSS_MODULE(L1Loss, L1LossOptions, l1_loss);
+KILN_LOSS_MODULE(SmoothL1Loss, SmoothL1LossOptions, smooth_l1_loss);
+KILN_LOSS_MODULE(NLLLoss, NLLLossOptions, nll_loss);
+KILN_LOSS_MODULE(CrossEntropyLoss, CrossEntropyLossOptions, cross_entropy);
+KILN_LOSS_MODULE(BCELoss, BCELossOptions, binary_cross_entropy);
+#undef KILN_LOSS_MODULE
+
+}  // namespace kiln::nn

@@ -1,0 +1,9 @@
+// Everything in kiln::nn: modules, containers, functional, init.
+#pragma once
+#include "frontend/nn/container.h"
+#include "frontend/nn/functional.h"
+#include "frontend/nn/init.h"
+#include "frontend/nn/module.h"
+#include "frontend/nn/modules.h"
+#include "frontend/nn/options.h"
+#include "frontend/nn/utils.h"

@@ -1,0 +1,102 @@
+// Adam::step and AdamW::step, as libtorch 1.13's (torch/csrc/api/src/optim/adam.cpp, adamw.cpp).
+#include "frontend/optim/adam.h"
+
+#include <cmath>
+
+#include "frontend/autograd.h"
+#include "frontend/ops.h"
+
+namespace kiln::optim {
+
+namespace {
+
+template <typename Options>
+void check_adam_options(const Options& o, const char* name) {
+  KILN_CHECK(o.lr() >= 0, name, ": invalid learning rate: ", o.lr());
+  KILN_CHECK(o.eps() >= 0, name, ": invalid epsilon value: ", o.eps());
+  const auto [beta1, beta2] = o.betas();
+  KILN_CHECK(0 <= beta1 && beta1 < 1.0, name, ": invalid beta parameter at index 0: ", beta1);
+  KILN_CHECK(0 <= beta2 && beta2 < 1.0, name, ": invalid beta parameter at index 1: ", beta2);
+  KILN_CHECK(o.weight_decay() >= 0, name, ": invalid weight_decay value: ", o.weight_decay());
+}
+
+AdamParamState& init_state(AdamParamState& state, const Tensor& p, bool amsgrad) {
+  if (!state.exp_avg().defined()) {
+    state.exp_avg(zeros_like(p));
+    state.exp_avg_sq(zeros_like(p));
+    if (amsgrad) state.max_exp_avg_sq(zeros_like(p));
+  }
+  return state;
+}
+
+// The moment updates and the parameter update the two share, given the gradient to use.
+template <typename Options>
+void adam_update(Tensor& p, const Tensor& grad, AdamParamState& state, const Options& options) {
+  state.step(state.step() + 1);
+  const auto [beta1, beta2] = options.betas();
+  const double bias_correction1 = 1 - std::pow(beta1, double(state.step()));
+  const double bias_correction2 = 1 - std::pow(beta2, double(state.step()));
+
+  state.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+  state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+
+  Tensor second_moment = state.exp_avg_sq();
+  if (options.amsgrad()) {
+    // The running maximum of the second moment normalizes instead.
+    if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(zeros_like(p));
+    state.max_exp_avg_sq().copy_(maximum(state.max_exp_avg_sq(), state.exp_avg_sq()));
+    second_moment = state.max_exp_avg_sq();
+  }
+  Tensor denom = (second_moment.sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
+  const double step_size = options.lr() / bias_correction1;
+  p.addcdiv_(state.exp_avg(), denom, -step_size);
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdamOptions>(defaults)) {
+  check_adam_options(defaults, "Adam");
+}
+
+Tensor Adam::step(LossClosure closure) {
+  Tensor loss = run_closure(closure);
+  autograd::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    auto& options = static_cast<AdamOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      Tensor grad = p.grad();
+      auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
+                               options.amsgrad());
+      // Adam's weight decay is L2 regularization: added to the gradient.
+      if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
+      adam_update(p, grad, state, options);
+    }
+  }
+  return loss;
+}
+
+AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdamWOptions>(defaults)) {
+  check_adam_options(defaults, "AdamW");
+}
+
+Tensor AdamW::step(LossClosure closure) {
+  Tensor loss = run_closure(closure);
+  autograd::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    auto& options = static_cast<AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      // Decoupled weight decay: the weights shrink before the Adam update.
+      if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
+      auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
+                               options.amsgrad());
+      adam_update(p, p.grad(), state, options);
+    }
+  }
+  return loss;
+}
+
+}  // namespace kiln::optim
