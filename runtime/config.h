@@ -8,7 +8,7 @@ namespace kiln {
 struct Config {
   bool lazy = true;                // KILN_LAZY=0 runs every op at once (the eager baseline)
   int64_t segment_node_cap = 20000;  // KILN_SEGMENT_CAP: a segment this long is flushed
-  std::string backend = "interp";  // KILN_BACKEND
+  std::string backend = "halide";  // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
   std::string log_level = "warn";  // KILN_LOG
   int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores
 };

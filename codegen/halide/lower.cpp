@@ -53,14 +53,38 @@ Expr libm(const char* name32, const char* name64, Expr x) {
 
 bool is_float(const Expr& e) { return e.type().is_float(); }
 
+// Float32 exp, log and tanh that vectorize: Halide's own exp/log/tanh call scalar libm through its
+// runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
+Expr vector_exp(Expr x) {
+  const Expr inf = Expr(std::numeric_limits<float>::infinity());
+  return select(is_nan(x), x, x > 88.72283f, inf, x < -87.33654f, Expr(0.0f), fast_exp(x));
+}
+Expr vector_log(Expr x) {
+  const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
+  return select(is_nan(x) || x < 0, nan, x == 0, -inf, x == inf, inf, fast_log(x));
+}
+// Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
+Expr vector_tanh(Expr x) {
+  Expr c = clamp(x, -9.0f, 9.0f), c2 = c * c;
+  Expr p = c2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  for (float a : {-8.60467152213735e-11f, 5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
+                  4.89352455891786e-03f})
+    p = c2 * p + a;
+  p = c * p;
+  Expr q = c2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = c2 * q + 2.26843463243900e-03f;
+  q = c2 * q + 4.89352518554385e-03f;
+  return select(is_nan(x), x, p / q);
+}
+
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
   const Type t = value_type(n.dtype);
   switch (n.op) {
     case Op::Copy: return a[0];
     case Op::Cast: return convert(a[0], n.dtype);
     case Op::Neg: return -a[0];
-    case Op::Exp: return exp(a[0]);
-    case Op::Log: return log(a[0]);
+    case Op::Exp: return t == Float(32) ? vector_exp(a[0]) : exp(a[0]);
+    case Op::Log: return t == Float(32) ? vector_log(a[0]) : log(a[0]);
     case Op::Log1p: return libm("log1pf", "log1p", a[0]);
     case Op::Sin: return sin(a[0]);
     case Op::Cos: return cos(a[0]);
@@ -68,7 +92,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Recip: return make_one(t) / a[0];
     case Op::Abs: return cast(t, abs(a[0]));
     case Op::Sign: return select(a[0] > 0, make_one(t), select(a[0] < 0, cast(t, -1), a[0]));
-    case Op::Tanh: return tanh(a[0]);
+    case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
     case Op::Erf: return t == Float(32) ? erf(a[0]) : libm("erff", "erf", a[0]);
     case Op::Not: return !a[0];
     case Op::Add: return t.is_bool() ? a[0] || a[1] : a[0] + a[1];
