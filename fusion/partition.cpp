@@ -151,10 +151,13 @@ class Partitioner {
             reads_in_place(latest)) {
           join = latest;  // epilogue
         } else {
-          for (int p = int(protos_.size()) - 1; p >= std::max(latest, 0) && p >= int(protos_.size()) - 8; --p) {
+          // The earliest eligible group: it keeps later reductions free to share a pass.
+          for (int p = std::max({latest, 0, int(protos_.size()) - 8}); p < int(protos_.size()); ++p) {
             if (protos_[p].kind != Kernel::Kind::Pointwise || protos_[p].domain != nd.shape) continue;
-            if (reads_in_place(p)) join = p;
-            break;
+            if (reads_in_place(p)) {
+              join = p;
+              break;
+            }
           }
         }
       }
