@@ -1,0 +1,127 @@
+// The disk cache, across processes: each case runs this test binary again as a child process
+// (CacheChild.Workload) with its own KILN_CACHE_DIR, and the child checks what it compiled or
+// loaded, and that its results match the interpreter's.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <kiln/torch.h>
+
+#include "runtime/config.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A training step's worth of kernels: matmul, LayerNorm, GELU, softmax cross-entropy, Adam.
+std::vector<float> workload() {
+  torch::manual_seed(3);
+  torch::nn::Sequential net(torch::nn::Linear(12, 24), torch::nn::LayerNorm(torch::nn::LayerNormOptions({24})),
+                            torch::nn::GELU(), torch::nn::Linear(24, 4));
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-2));
+  std::vector<float> losses;
+  for (int i = 0; i < 3; ++i) {
+    auto x = torch::randn({16, 12});
+    auto y = torch::randint(0, 4, {16});
+    adam.zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    loss.backward();
+    adam.step();
+    losses.push_back(loss.item<float>());
+  }
+  return losses;
+}
+
+// Runs the child with `cache_dir`, expecting `expect`: "compile" (built kernels, loaded none),
+// "load" (built none) or "any". Returns the child's exit status; its output is left in a log file
+// in the temporary folder.
+int run_child(const std::string& cache_dir, const std::string& expect) {
+  const auto log = fs::temp_directory_path() / ("kiln-cache-child-" + std::to_string(getpid()) + "-" + expect + ".log");
+  const std::string cmd = "KILN_CACHE_DIR='" + cache_dir + "' KILN_CACHE_CHILD=" + expect + " /proc/" +
+                          std::to_string(getpid()) + "/exe --gtest_filter=CacheChild.Workload > '" + log.string() +
+                          "' 2>&1";
+  return std::system(cmd.c_str());
+}
+
+std::string fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("kiln-cache-test-" + std::to_string(getpid()) + "-" + name);
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+std::vector<fs::path> kernel_files(const std::string& dir) {
+  std::vector<fs::path> files;
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".so" && e.path().filename().string().rfind("halide", 0) != 0) files.push_back(e.path());
+  return files;
+}
+
+}  // namespace
+
+TEST(CacheChild, Workload) {
+  const char* expect = std::getenv("KILN_CACHE_CHILD");
+  if (!expect) GTEST_SKIP() << "runs as a child of the Cache tests";
+  kiln::config().backend = "interp";
+  const auto reference = workload();
+  kiln::config().backend = "halide";
+  kiln::reset_stats();
+  const auto losses = workload();
+  const auto s = kiln::stats();
+  for (size_t i = 0; i < losses.size(); ++i) EXPECT_NEAR(losses[i], reference[i], 1e-4 * std::abs(reference[i]) + 1e-5);
+  const std::string e = expect;
+  if (e == "compile") {
+    EXPECT_GT(s.kernels_compiled, 0);
+    EXPECT_EQ(s.kernels_loaded, 0);
+  }
+  if (e == "load") {
+    EXPECT_EQ(s.kernels_compiled, 0);
+    EXPECT_GT(s.kernels_loaded, 0);
+  }
+}
+
+TEST(Cache, SecondProcessCompilesNothing) {
+  const std::string dir = fresh_dir("second");
+  ASSERT_EQ(run_child(dir, "compile"), 0);
+  ASSERT_EQ(run_child(dir, "load"), 0);
+  fs::remove_all(dir);
+}
+
+TEST(Cache, CorruptAndTruncatedEntriesAreRebuilt) {
+  const std::string dir = fresh_dir("corrupt");
+  ASSERT_EQ(run_child(dir, "compile"), 0);
+  auto files = kernel_files(dir);
+  ASSERT_FALSE(files.empty());
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i % 2 == 0) {  // garbage of the same size
+      const auto size = fs::file_size(files[i]);
+      std::ofstream(files[i], std::ios::binary | std::ios::trunc) << std::string(size, '\x5a');
+    } else {  // cut in half
+      fs::resize_file(files[i], fs::file_size(files[i]) / 2);
+    }
+  }
+  EXPECT_EQ(run_child(dir, "any"), 0);  // rebuilds what is damaged, results still right
+  EXPECT_EQ(run_child(dir, "load"), 0);  // and the rebuilt entries are good
+  fs::remove_all(dir);
+}
+
+TEST(Cache, UnwritableFolderIsSurvived) {
+  const std::string file = fresh_dir("unwritable");
+  std::ofstream(file) << "a file, so nothing can be created below it";
+  EXPECT_EQ(run_child(file + "/cache", "compile"), 0);
+  fs::remove(file);
+}
+
+TEST(Cache, TwoProcessesFillOneFolder) {
+  const std::string dir = fresh_dir("shared");
+  fs::create_directories(dir);
+  const std::string both = "(KILN_CACHE_DIR='" + dir + "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
+                           "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1 & KILN_CACHE_DIR='" + dir +
+                           "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
+                           "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1; a=$?; wait $!; b=$?; exit $((a|b)))";
+  EXPECT_EQ(std::system(both.c_str()), 0);
+  EXPECT_EQ(run_child(dir, "load"), 0);
+  fs::remove_all(dir);
+}

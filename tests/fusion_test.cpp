@@ -1,0 +1,91 @@
+// What fusion promises, counted: kernel launches per program, and no new kernels when only sizes
+// or scalar values change. Run on the Halide backend whatever KILN_BACKEND says.
+#include <gtest/gtest.h>
+
+#include <kiln/torch.h>
+
+#include "runtime/config.h"
+
+namespace {
+
+struct HalideBackend {
+  HalideBackend() : saved(kiln::config().backend) { kiln::config().backend = "halide"; }
+  ~HalideBackend() { kiln::config().backend = saved; }
+  std::string saved;
+};
+
+// Launches (and compiles) made by `f`, counted from a clean segment.
+template <typename F>
+kiln::Stats count(F&& f) {
+  kiln::sync();
+  kiln::reset_stats();
+  f();
+  kiln::sync();
+  return kiln::stats();
+}
+
+torch::Tensor gelu_chain(const torch::Tensor& x) {  // the tanh form, nine elementwise ops
+  auto x3 = x * x * x;
+  auto inner = (x + x3 * 0.044715) * 0.7978845608;
+  return (x * 0.5) * (torch::tanh(inner) + 1.0);
+}
+
+}  // namespace
+
+TEST(Fusion, GeluChainOfNineOpsIsOneKernel) {
+  HalideBackend halide;
+  auto x = torch::randn({1000});
+  torch::Tensor y;
+  auto s = count([&] { y = gelu_chain(x); });
+  EXPECT_EQ(s.kernel_launches, 1);
+  EXPECT_EQ(s.ops_traced, 13);  // nine ops and four constants
+  auto expected = 0.5 * x * (1 + torch::tanh(0.7978845608 * (x + 0.044715 * x.pow(3))));
+  EXPECT_TRUE(torch::allclose(y, expected, 1e-5, 1e-6));
+}
+
+TEST(Fusion, LayerNormGeluForwardBackwardIsAtMostSixKernels) {
+  HalideBackend halide;
+  torch::manual_seed(0);
+  auto x = torch::randn({64, 128}, torch::requires_grad());
+  torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({128}));
+  auto grad = torch::randn({64, 128});
+  auto s = count([&] { torch::gelu(ln->forward(x)).backward(grad); });
+  EXPECT_LE(s.kernel_launches, 6);
+  EXPECT_TRUE(x.grad().defined() && ln->weight.grad().defined() && ln->bias.grad().defined());
+}
+
+TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
+  HalideBackend halide;
+  std::vector<torch::Tensor> params;
+  for (int i = 0; i < 40; ++i) params.push_back(torch::randn({16, 16}, torch::requires_grad()));
+  torch::optim::Adam adam(params, torch::optim::AdamOptions(1e-3));
+  for (auto& p : params) p.mutable_grad() = torch::randn({16, 16});
+  auto s = count([&] { adam.step(); });
+  EXPECT_LE(s.kernel_launches, 4);
+}
+
+TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
+  HalideBackend halide;
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(20, 32), torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
+                            torch::nn::GELU(), torch::nn::Linear(32, 5));
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-2));
+  auto step = [&](int64_t batch, double lr) {
+    for (auto& group : adam.param_groups()) group.options().set_lr(lr);
+    auto x = torch::randn({batch, 20});
+    auto y = torch::randint(0, 5, {batch});
+    adam.zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    loss.backward();
+    adam.step();
+    return loss.item<float>();
+  };
+  step(32, 1e-2);  // compiles
+  step(32, 1e-2);  // the steady state (gradients now exist: zero_grad takes another path)
+  auto s = count([&] {
+    step(48, 3e-3);
+    step(17, 1e-3);
+  });
+  EXPECT_EQ(s.kernels_compiled, 0);
+  EXPECT_GT(s.kernel_launches, 0);
+}
