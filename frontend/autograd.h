@@ -67,6 +67,7 @@ struct AutogradMeta {
   bool retains_grad = false;
   std::shared_ptr<Node> grad_fn;
   uint32_t output_nr = 0;
+  uint32_t version = 0;  // the storage's version when grad_fn was set: a view older than its storage is remade
   Tensor grad;
   std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, made on first use
   std::vector<std::pair<unsigned, std::function<Tensor(Tensor)>>> hooks;

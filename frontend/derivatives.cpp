@@ -153,7 +153,8 @@ const Derivative kViewRows[] = {
 class OpBackward final : public autograd::Node {
  public:
   explicit OpBackward(const Derivative* d) : d_(d) {}
-  std::string name() const override { return d_->name; }
+  std::string name() const override { return name_ ? name_ : d_->name; }
+  void rename(const char* name) { name_ = name; }
 
   tensor_list apply(tensor_list&& grads) override {
     auto self = shared_from_this();
@@ -190,6 +191,7 @@ class OpBackward final : public autograd::Node {
 
  private:
   const Derivative* d_;
+  const char* name_ = nullptr;  // the composite op's name, where one made this node (see named())
   Attrs attrs_;
   std::vector<Shape> in_shapes_;
   std::vector<ScalarType> in_dtypes_;
@@ -226,6 +228,16 @@ const Derivative* derivative(ir::Op op) {
 }
 
 const Derivative& view_derivative(ViewKind kind) { return kViewRows[size_t(kind)]; }
+
+Tensor named(Tensor out, const char* grad_fn_name, const TensorList& inputs) {
+  const auto& meta = out.unsafeGetTensorImpl()->autograd;
+  if (!meta || !meta->grad_fn) return out;
+  for (const auto& t : inputs)  // out is an input, or shares its node: not out's own op
+    if (t.defined() && t.unsafeGetTensorImpl()->autograd && t.unsafeGetTensorImpl()->autograd->grad_fn == meta->grad_fn)
+      return out;
+  if (auto* node = dynamic_cast<OpBackward*>(meta->grad_fn.get())) node->rename(grad_fn_name);
+  return out;
+}
 
 bool any_requires_grad(const TensorList& ts) {
   for (const auto& t : ts)
@@ -287,6 +299,7 @@ void set_history(Tensor& out, const std::shared_ptr<autograd::Node>& node, uint3
   impl.autograd->requires_grad = true;
   impl.autograd->grad_fn = node;
   impl.autograd->output_nr = output_nr;
+  impl.autograd->version = impl.storage->version;
 }
 
 }  // namespace kiln::detail

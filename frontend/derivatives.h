@@ -48,6 +48,10 @@ Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dt
                  const std::optional<Shape>& sizes = std::nullopt);
 // A view of `self` (sharing storage) with the backward node of `kind`.
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
+// Names out's grad_fn as PyTorch names the op that made it, for ops kiln composes of primitives
+// or overloads PyTorch tells apart: mean() ends in a division but is "MeanBackward0", x + 2 is
+// "AddBackward1". Leaves out alone when its grad_fn is one of `inputs`' (the op made no node).
+Tensor named(Tensor out, const char* grad_fn_name, const TensorList& inputs);
 
 // The strided view `geometry` (sizes|strides|offset over a contiguous `t`) of t, and its adjoint:
 // a zero tensor of `shape` with that view set to `g`.

@@ -8,6 +8,7 @@
 namespace kiln {
 
 using ir::Op;
+using detail::named;
 using detail::primitive;
 
 // --- promotion and broadcasting ---
@@ -88,22 +89,22 @@ Tensor abs(const Tensor& x) { return unary(Op::Abs, x); }
 Tensor exp(const Tensor& x) { return unary_float(Op::Exp, x); }
 Tensor log(const Tensor& x) { return unary_float(Op::Log, x); }
 Tensor log1p(const Tensor& x) { return unary_float(Op::Log1p, x); }
-Tensor log2(const Tensor& x) { return log(x) * (1.0 / std::log(2.0)); }
+Tensor log2(const Tensor& x) { return named(log(x) * (1.0 / std::log(2.0)), "Log2Backward0", {x}); }
 Tensor sqrt(const Tensor& x) { return unary_float(Op::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return reciprocal(sqrt(x)); }
+Tensor rsqrt(const Tensor& x) { return named(reciprocal(sqrt(x)), "RsqrtBackward0", {x}); }
 Tensor sin(const Tensor& x) { return unary_float(Op::Sin, x); }
 Tensor cos(const Tensor& x) { return unary_float(Op::Cos, x); }
 Tensor tanh(const Tensor& x) { return unary_float(Op::Tanh, x); }
 Tensor erf(const Tensor& x) { return unary_float(Op::Erf, x); }
 Tensor sign(const Tensor& x) { return unary(Op::Sign, x); }
 Tensor reciprocal(const Tensor& x) { return unary_float(Op::Recip, x); }
-Tensor square(const Tensor& x) { return x * x; }
+Tensor square(const Tensor& x) { return named(x * x, "PowBackward0", {x}); }
 Tensor logical_not(const Tensor& x) { return unary(Op::Not, x.to(kBool)); }
 
 // sigmoid through tanh: stable at both ends, in value and in gradient.
-Tensor sigmoid(const Tensor& x) { return tanh(float_input(x) * 0.5) * 0.5 + 0.5; }
-Tensor relu(const Tensor& x) { return where(x > 0, x, zeros_like(x)); }
-Tensor silu(const Tensor& x) { return x * sigmoid(x); }
+Tensor sigmoid(const Tensor& x) { return named(tanh(float_input(x) * 0.5) * 0.5 + 0.5, "SigmoidBackward0", {x}); }
+Tensor relu(const Tensor& x) { return named(where(x > 0, x, zeros_like(x)), "ReluBackward0", {x}); }
+Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh",
@@ -112,46 +113,51 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);
     Tensor inner = (xf + xf * xf * xf * 0.044715) * k;
-    return xf * 0.5 * (tanh(inner) + 1.0);
+    return named(xf * 0.5 * (tanh(inner) + 1.0), "GeluBackward0", {x});
   }
-  return xf * 0.5 * (erf(xf * M_SQRT1_2) + 1.0);
+  return named(xf * 0.5 * (erf(xf * M_SQRT1_2) + 1.0), "GeluBackward0", {x});
 }
 
 Tensor pow(const Tensor& x, const Tensor& e) { return binary(Op::Pow, x, e, "pow"); }
 Tensor pow(const Tensor& x, const Scalar& e) {
-  if (e.toDouble() == 1.0) return x.is_floating_point() || e.isIntegral() ? x.clone() : x.to(kFloat);
+  if (e.toDouble() == 1.0)
+    return named(x.is_floating_point() || e.isIntegral() ? x.clone() : x.to(kFloat), "PowBackward0", {x});
   if (e.toDouble() == 2.0) {
     Tensor xf = x.is_floating_point() || e.isIntegral() ? x : x.to(kFloat);  // int ** 2.0 is float
-    return xf * xf;
+    return named(xf * xf, "PowBackward0", {x});
   }
-  return pow(x, wrap_scalar(e, x));
+  return named(pow(x, wrap_scalar(e, x)), "PowBackward0", {x});
 }
-Tensor pow(const Scalar& x, const Tensor& e) { return pow(wrap_scalar(x, e), e); }
+Tensor pow(const Scalar& x, const Tensor& e) { return named(pow(wrap_scalar(x, e), e), "PowBackward2", {e}); }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   KILN_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None (input ", detail::shape_str(x), ")");
   Tensor out = x;
   if (min) out = where(out < *min, wrap_scalar(*min, x).expand(x.sizes()), out);
   if (max) out = where(out > *max, wrap_scalar(*max, x).expand(x.sizes()), out);
-  return out;
+  return named(out, "ClampBackward1", {x});
 }
-Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp(x, min, std::nullopt); }
-Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::nullopt, max); }
+Tensor clamp_min(const Tensor& x, const Scalar& min) {
+  return named(clamp(x, min, std::nullopt), "ClampMinBackward0", {x});
+}
+Tensor clamp_max(const Tensor& x, const Scalar& max) {
+  return named(clamp(x, std::nullopt, max), "ClampMaxBackward0", {x});
+}
 
 // --- binary ---
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Add, a, scaled(b, alpha), "add"); }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  return add(a, wrap_scalar(scaled(b, alpha), a));
+  return named(add(a, wrap_scalar(scaled(b, alpha), a)), "AddBackward1", {a});
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Sub, a, scaled(b, alpha), "sub"); }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  return sub(a, wrap_scalar(scaled(b, alpha), a));
+  return named(sub(a, wrap_scalar(scaled(b, alpha), a)), "SubBackward1", {a});
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a, b, "mul"); }
-Tensor mul(const Tensor& a, const Scalar& b) { return mul(a, wrap_scalar(b, a)); }
+Tensor mul(const Tensor& a, const Scalar& b) { return named(mul(a, wrap_scalar(b, a)), "MulBackward1", {a}); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(Op::Div, a, b, "div"); }
-Tensor div(const Tensor& a, const Scalar& b) { return div(a, wrap_scalar(b, a)); }
+Tensor div(const Tensor& a, const Scalar& b) { return named(div(a, wrap_scalar(b, a)), "DivBackward1", {a}); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(Op::Max, a, b, "maximum"); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(Op::Min, a, b, "minimum"); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(Op::Eq, a, b, "eq"); }
@@ -178,7 +184,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   Shape s = broadcast(x, mask, "masked_fill");
   KILN_CHECK(s == x.sizes().vec(), "masked_fill: mask ", detail::shape_str(mask),
              " does not broadcast to the input's shape ", x.sizes().vec());
-  return where(mask, scalar_tensor(value, x.dtype()), x);
+  return named(where(mask, scalar_tensor(value, x.dtype()), x), "MaskedFillBackward0", {x});
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) { return start + (end - start) * weight; }

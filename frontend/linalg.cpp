@@ -5,6 +5,7 @@
 namespace kiln {
 
 using ir::Op;
+using detail::named;
 using detail::primitive;
 using detail::wrap_dim;
 
@@ -30,7 +31,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.size(1) == b.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x",
              a.size(1), " and ", b.size(0), "x", b.size(1), ")");
   check_matmul_dtypes(a, b, "mm");
-  return batched(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+  return named(batched(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0), "MmBackward0", {a, b});
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -49,7 +50,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1 && b.dim() == 1) {
     KILN_CHECK(a.size(0) == b.size(0), "matmul: inconsistent tensor size, expected tensor [", a.size(0),
                "] and src [", b.size(0), "] to have the same number of elements");
-    return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+    return named(mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({}), "DotBackward0", {a, b});
   }
   if (a.dim() <= 2 && b.dim() <= 2) {
     Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a, b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
@@ -57,8 +58,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                a2.size(1), " and ", b2.size(0), "x", b2.size(1), ") (shapes ", a.sizes().vec(), " and ",
                b.sizes().vec(), ")");
     Tensor r = mm(a2, b2);
-    if (a.dim() == 1) r = r.squeeze(0);
-    if (b.dim() == 1) r = r.squeeze(-1);
+    if (a.dim() == 1) r = named(r.squeeze(0), "SqueezeBackward3", {a, b});  // sic, as libtorch 1.13
+    if (b.dim() == 1) r = named(r.squeeze(-1), "MvBackward0", {a, b});
     return r;
   }
   Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
@@ -77,20 +78,26 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.dim() > 1) out.push_back(N);
   if (b2.dim() == 2) {
     // Fold the batch into the rows of one GEMM, as libtorch does.
-    return mm(a2.reshape({-1, K}), b2).reshape(out);
+    return named(mm(a2.reshape({-1, K}), b2).reshape(out), "UnsafeViewBackward0", {a, b});
   }
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {M, K});
   eb.insert(eb.end(), {K, N});
   const int64_t B = numel_of(batch);
-  return batched(a2.expand(ea).reshape({B, M, K}), b2.expand(eb).reshape({B, K, N})).reshape(out);
+  return named(batched(a2.expand(ea).reshape({B, M, K}), b2.expand(eb).reshape({B, K, N})).reshape(out),
+               "UnsafeViewBackward0", {a, b});
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   KILN_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1), "linear: input ",
              detail::shape_str(x), " and weight ", detail::shape_str(weight), " cannot be multiplied");
   Tensor y = matmul(x, weight.t());
-  return bias.defined() ? y + bias : y;
+  if (!bias.defined()) return y;
+  // libtorch 1.13 computes a 2-D input with addmm, a contiguous 3-D one with addmm on its rows
+  // viewed as 2-D, and others with matmul and add.
+  if (x.dim() == 2) return named(y + bias, "AddmmBackward0", {x, weight, bias});
+  if (x.dim() == 3 && x.is_contiguous()) return named(y + bias, "ViewBackward0", {x, weight, bias});
+  return y + bias;
 }
 
 namespace {
@@ -178,7 +185,7 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
                tensors[0].sizes().vec(), " at entry 0 and ", tensors[i].sizes().vec(), " at entry ", i);
     parts.push_back(tensors[i].unsqueeze(d));
   }
-  return cat(parts, d);
+  return named(cat(parts, d), "StackBackward0", tensors);
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return kiln::matmul(*this, o); }

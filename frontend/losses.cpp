@@ -6,11 +6,13 @@
 #include <mutex>
 #include <set>
 
+#include "frontend/derivatives.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
 namespace kiln {
 
+using detail::named;
 using detail::shape_str;
 
 namespace {
@@ -176,7 +178,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
   check_class_weight(weight, log_probs, class_dim, "nll_loss");
   ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
-  return reduce_by_weight(terms.nll, r, terms.target_weight);
+  Tensor loss = reduce_by_weight(terms.nll, r, terms.target_weight);
+  return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, const Reduction& reduction,
@@ -195,7 +198,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   Tensor log_probs = log_softmax(logits, class_dim);
   ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
   Tensor nll = reduce_by_weight(terms.nll, r, terms.target_weight);
-  if (label_smoothing == 0) return nll;
+  if (label_smoothing == 0) return logits.dim() <= 2 ? named(nll, "NllLossBackward0", {logits}) : nll;
   // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
   Tensor all_classes = weight.defined()
                            ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)
@@ -222,7 +225,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                shape_str(weight), " does not broadcast to the input ", shape_str(input));
     loss = loss * weight;
   }
-  return reduce(loss, r);
+  return named(reduce(loss, r), "BinaryCrossEntropyBackward0", {input});
 }
 
 }  // namespace detail
@@ -233,7 +236,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& re
   const Reduce r = parse_reduction(reduction, "mse_loss");
   check_pointwise(input, target, "mse_loss");
   Tensor diff = input - target;
-  return reduce(diff * diff, r);
+  return named(reduce(diff * diff, r), "MseLossBackward0", {input, target});
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
@@ -249,7 +252,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
   Tensor diff = (input - target).abs();
   if (beta == 0) return reduce(diff, r);
   // Quadratic below beta, linear above; the two pieces meet with equal value and slope.
-  return reduce(where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), r);
+  return named(reduce(where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), r), "SmoothL1LossBackward0",
+               {input, target});
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction) {

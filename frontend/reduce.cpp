@@ -8,6 +8,7 @@
 namespace kiln {
 
 using ir::Op;
+using detail::named;
 using detail::primitive;
 using detail::wrap_dim;
 
@@ -87,22 +88,26 @@ Tensor arg_reduce(Op op, const Tensor& x, std::optional<int64_t> dim, bool keepd
 
 }  // namespace
 
-Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) { return sum(x, {}, false, dtype); }
+Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) {
+  return named(sum(x, {}, false, dtype), "SumBackward0", {x});
+}
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   return reduce(Op::Sum, x, dims, keepdim, accumulate_type(x, dtype), "sum");
 }
 
-Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) { return mean(x, {}, false, dtype); }
+Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
+  return named(mean(x, {}, false, dtype), "MeanBackward0", {x});
+}
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   ScalarType t = dtype.value_or(x.dtype());
   KILN_CHECK(is_floating(t), "mean: could not infer output dtype. Input dtype must be either a floating point "
              "or complex dtype. Got: ", x.dtype());
   auto axes = normalize_axes(x, dims, "mean");
-  return sum(x, dims, keepdim, t) / double(count_over(x, axes));
+  return named(sum(x, dims, keepdim, t) / double(count_over(x, axes)), "MeanBackward1", {x});
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
-  return reduce(Op::Prod, x, {}, false, accumulate_type(x, dtype), "prod");
+  return named(reduce(Op::Prod, x, {}, false, accumulate_type(x, dtype), "prod"), "ProdBackward0", {x});
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
   return reduce(Op::Prod, x, {dim}, keepdim, accumulate_type(x, dtype), "prod");
@@ -114,13 +119,23 @@ Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
 Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return reduce(Op::ReduceMin, x, dims, keepdim, x.dtype(), "amin");
 }
-Tensor max(const Tensor& x) { return amax(x); }
-Tensor min(const Tensor& x) { return amin(x); }
+Tensor max(const Tensor& x) { return named(amax(x), "MaxBackward1", {x}); }
+Tensor min(const Tensor& x) { return named(amin(x), "MinBackward1", {x}); }
+// max(dim) and min(dim) gather their values at the indices, so that the gradient goes to the
+// selected entry alone, as in PyTorch (amax and max() share it among ties).
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return {reduce(Op::ReduceMax, x, {dim}, keepdim, x.dtype(), "max"), arg_reduce(Op::ArgMax, x, dim, keepdim, "max")};
+  Tensor indices = arg_reduce(Op::ArgMax, x, dim, true, "max");
+  if (x.dim() == 0) return {x.clone(), indices};
+  const int64_t d = wrap_dim(dim, x.dim(), "max");
+  Tensor values = x.gather(d, indices);
+  return keepdim ? std::make_tuple(values, indices) : std::make_tuple(values.squeeze(d), indices.squeeze(d));
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return {reduce(Op::ReduceMin, x, {dim}, keepdim, x.dtype(), "min"), arg_reduce(Op::ArgMin, x, dim, keepdim, "min")};
+  Tensor indices = arg_reduce(Op::ArgMin, x, dim, true, "min");
+  if (x.dim() == 0) return {x.clone(), indices};
+  const int64_t d = wrap_dim(dim, x.dim(), "min");
+  Tensor values = x.gather(d, indices);
+  return keepdim ? std::make_tuple(values, indices) : std::make_tuple(values.squeeze(d), indices.squeeze(d));
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(Op::ArgMax, x, dim, keepdim, "argmax");
@@ -135,24 +150,26 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   auto axes = normalize_axes(x, dims, "var");
   const int64_t n = count_over(x, axes);
   Tensor centered = x - mean(x, axes, true);
-  return sum(centered * centered, axes, keepdim) / double(std::max<int64_t>(n - (unbiased ? 1 : 0), 0));
+  return named(sum(centered * centered, axes, keepdim) / double(std::max<int64_t>(n - (unbiased ? 1 : 0), 0)),
+               "VarBackward0", {x});
 }
-Tensor std(const Tensor& x, bool unbiased) { return sqrt(var(x, unbiased)); }
+Tensor std(const Tensor& x, bool unbiased) { return named(sqrt(var(x, unbiased)), "StdBackward0", {x}); }
 Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   KILN_CHECK(x.is_floating_point(), "std: only floating point inputs are supported (got ", detail::shape_str(x), ")");
   normalize_axes(x, dims, "std");  // errors name std, not the var it is made of
-  return sqrt(var(x, dims, unbiased, keepdim));
+  return named(sqrt(var(x, dims, unbiased, keepdim)), "StdBackward0", {x});
 }
 
-Tensor norm(const Tensor& x, const Scalar& p) { return norm(x, p, {}, false); }
+Tensor norm(const Tensor& x, const Scalar& p) { return named(norm(x, p, {}, false), "NormBackward0", {x}); }
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   KILN_CHECK(x.is_floating_point(), "norm: only floating point inputs are supported (got ", detail::shape_str(x), ")");
   normalize_axes(x, dims, "norm");  // errors name norm, not the sum it is made of
   const double order = p.toDouble();
-  if (std::isinf(order)) return order > 0 ? amax(x.abs(), dims, keepdim) : amin(x.abs(), dims, keepdim);
-  if (order == 1) return sum(x.abs(), dims, keepdim);
-  if (order == 2) return sqrt(sum(x * x, dims, keepdim));
-  return pow(sum(pow(x.abs(), order), dims, keepdim), 1.0 / order);
+  Tensor r = std::isinf(order) ? (order > 0 ? amax(x.abs(), dims, keepdim) : amin(x.abs(), dims, keepdim))
+             : order == 1      ? sum(x.abs(), dims, keepdim)
+             : order == 2      ? sqrt(sum(x * x, dims, keepdim))
+                               : pow(sum(pow(x.abs(), order), dims, keepdim), 1.0 / order);
+  return named(r, "NormBackward1", {x});
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -162,7 +179,7 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   Tensor m = amax(xf, axes, true).detach();
   m = where(m.abs() == std::numeric_limits<double>::infinity(), zeros_like(m), m);
   Tensor r = log(sum(exp(xf - m), axes, true)) + m;
-  return drop_axes(r, x, axes, keepdim);
+  return named(drop_axes(r, x, axes, keepdim), "LogsumexpBackward0", {x});
 }
 
 // all and any count, so that an empty reduction is true for all and false for any, as in PyTorch.
@@ -180,7 +197,7 @@ Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
   int64_t d = wrap_dim(dim, xf.dim(), "softmax");
   if (xf.dim() == 0) return ones_like(xf);
   Tensor e = exp(xf - amax(xf, {d}, true).detach());
-  return e / sum(e, {d}, true);
+  return named(e / sum(e, {d}, true), "SoftmaxBackward0", {x});
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
@@ -188,7 +205,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype
   int64_t d = wrap_dim(dim, xf.dim(), "log_softmax");
   if (xf.dim() == 0) return zeros_like(xf);
   Tensor shifted = xf - amax(xf, {d}, true).detach();
-  return shifted - log(sum(exp(shifted), {d}, true));
+  return named(shifted - log(sum(exp(shifted), {d}, true)), "LogSoftmaxBackward0", {x});
 }
 
 Tensor Tensor::sum(std::optional<ScalarType> t) const { return kiln::sum(*this, t); }

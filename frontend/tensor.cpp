@@ -138,7 +138,27 @@ const Tensor& Tensor::grad() const {
 Tensor& Tensor::mutable_grad() { return meta(impl()).grad; }
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
-  return impl().autograd ? impl().autograd->grad_fn : nullptr;
+  TensorImpl& self = impl();
+  if (!self.autograd) return nullptr;
+  auto& meta = *self.autograd;
+  // A view whose storage was written since its history was made (through its base or another
+  // view) takes its history afresh from its base, as PyTorch regenerates a view's grad_fn.
+  if (self.view_base && meta.grad_fn && meta.version != self.storage->version) {
+    Tensor base(self.view_base);
+    const int64_t n = self.storage->numel;
+    if (base.storage_offset() == 0 && base.is_contiguous() && base.numel() == n) {
+      std::vector<int64_t> geometry = self.sizes;
+      geometry.insert(geometry.end(), self.strides.begin(), self.strides.end());
+      geometry.push_back(self.offset);
+      autograd::AutoGradMode enable(true);
+      Tensor fresh = detail::as_strided(base.reshape({n}), geometry);
+      meta.grad_fn = fresh.grad_fn();
+      meta.output_nr = 0;
+      meta.requires_grad = fresh.requires_grad();
+    }
+    meta.version = self.storage->version;
+  }
+  return meta.grad_fn;
 }
 bool Tensor::is_leaf() const { return !impl().autograd || !impl().autograd->grad_fn; }
 int64_t Tensor::output_nr() const { return impl().autograd ? impl().autograd->output_nr : 0; }
@@ -242,7 +262,10 @@ Tensor& Tensor::assign_(const Tensor& value_in) {
   }
   const bool history = grad_mode && value.requires_grad();
   const bool covers_storage = self.offset == 0 && is_contiguous() && numel() == self.storage->numel;
-  if (history && !covers_storage && self.view_base) return assign_view_with_history(value);
+  // Under autograd a write into a view goes through its base (PyTorch's CopySlices), so that the
+  // base and its other views see the write in their history too.
+  if (grad_mode && self.view_base && (history || Tensor(self.view_base).requires_grad()))
+    return assign_view_with_history(value);
   KILN_CHECK(!(history && !covers_storage), "in-place op: writing a value that requires grad into ",
              detail::shape_str(*this), ", which shares its storage without being a view of it, is not supported");
   ir::NodePtr content;

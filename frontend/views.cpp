@@ -7,6 +7,7 @@
 
 namespace kiln {
 
+using detail::named;
 using detail::ViewKind;
 using detail::wrap_dim;
 
@@ -78,14 +79,14 @@ Tensor Tensor::view(IntArrayRef shape) const {
 Tensor Tensor::reshape(IntArrayRef shape) const {
   Shape s = infer_shape(shape, numel(), "reshape", *this);
   if (auto st = view_strides(sizes().vec(), strides().vec(), s))
-    return detail::view(*this, ViewKind::Reshape, s, *st, storage_offset());
-  return clone().view(s);
+    return named(detail::view(*this, ViewKind::Reshape, s, *st, storage_offset()), "ReshapeAliasBackward0", {*this});
+  return named(clone().view(s), "UnsafeViewBackward0", {*this});
 }
 
 Tensor Tensor::t() const {
   KILN_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", dim(), "D (",
              detail::shape_str(*this), ")");
-  return dim() < 2 ? *this : transpose(0, 1);
+  return dim() < 2 ? *this : named(transpose(0, 1), "TBackward0", {*this});
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -97,7 +98,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     return *this;
   }
   std::swap(dims[wrap_dim(d0, dim(), "transpose")], dims[wrap_dim(d1, dim(), "transpose")]);
-  return permute(dims);
+  return named(permute(dims), "TransposeBackward0", {*this});
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -145,7 +146,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start < 0) start += n;
   KILN_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: start (", start, ") + length (", length,
              ") exceeds dimension size (", n, ") of ", detail::shape_str(*this));
-  return window(*this, d, start, length, 1, false);
+  return named(window(*this, d, start, length, 1, false), "SliceBackward0", {*this});
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
@@ -156,7 +157,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
-  return window(*this, d, start, (end - start + step - 1) / step, step, false);
+  return named(window(*this, d, start, (end - start + step - 1) / step, step, false), "SliceBackward0", {*this});
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -165,7 +166,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   const int64_t n = size(d);
   KILN_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
              sizes().vec(), " at dimension ", d);
-  return window(*this, d, index < 0 ? index + n : index, 1, 1, true);
+  return named(window(*this, d, index < 0 ? index + n : index, 1, 1, true), "SelectBackward0", {*this});
 }
 
 Tensor Tensor::expand(IntArrayRef target, bool) const {
@@ -197,7 +198,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   Shape s = sizes().vec(), st = strides().vec();
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, d < dim() ? st[d] * s[d + 1] : 1);
-  return detail::view(*this, ViewKind::Reshape, s, st, storage_offset());
+  return named(detail::view(*this, ViewKind::Reshape, s, st, storage_offset()), "UnsqueezeBackward0", {*this});
 }
 
 Tensor Tensor::squeeze() const {
@@ -207,7 +208,7 @@ Tensor Tensor::squeeze() const {
       s.push_back(sizes()[i]);
       st.push_back(strides()[i]);
     }
-  return detail::view(*this, ViewKind::Reshape, s, st, storage_offset());
+  return named(detail::view(*this, ViewKind::Reshape, s, st, storage_offset()), "SqueezeBackward0", {*this});
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -217,7 +218,7 @@ Tensor Tensor::squeeze(int64_t d) const {
   Shape s = sizes().vec(), st = strides().vec();
   s.erase(s.begin() + d);
   st.erase(st.begin() + d);
-  return detail::view(*this, ViewKind::Reshape, s, st, storage_offset());
+  return named(detail::view(*this, ViewKind::Reshape, s, st, storage_offset()), "SqueezeBackward1", {*this});
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {

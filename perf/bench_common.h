@@ -4,6 +4,7 @@
 #pragma once
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,13 @@ inline const char* kSide = "libtorch";
 inline void settle() { kiln::sync(); }
 inline const char* kSide = "kiln";
 #endif
+
+// BENCH_THREADS=n sets the intra-op threads of the side under test (libtorch's default on
+// Debian is one; kiln's Halide kernels use every core unless KILN_NUM_THREADS says otherwise).
+inline const bool kThreadsSet = [] {
+  if (const char* n = std::getenv("BENCH_THREADS")) torch::set_num_threads(std::atoi(n));
+  return true;
+}();
 
 // STREAM-style triad a = b + s * c over `n` floats on `threads` threads: the machine's memory
 // bandwidth, measured in the same run as the workloads it bounds.

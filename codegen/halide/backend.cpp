@@ -14,6 +14,7 @@
 #include "codegen/halide/arguments.h"
 #include "codegen/halide/lower.h"
 #include "fusion/kernel.h"
+#include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/log.h"
 #include "runtime/stats.h"
@@ -83,6 +84,7 @@ class HalideBackend final : public Backend {
     }
     KernelFn fn = fits_int32(k) ? find_or_compile(k) : nullptr;
     if (!fn) return interpret(k);
+    apply_thread_count();
     launch(k, fn);
   }
 
@@ -206,6 +208,14 @@ class HalideBackend final : public Backend {
     return reinterpret_cast<KernelFn>(dlsym(handle, (name + "_argv").c_str()));
   }
 
+  // Halide's thread pool follows kiln::set_num_threads (and KILN_NUM_THREADS).
+  void apply_thread_count() {
+    const int wanted = get_num_threads();
+    if (wanted == threads_ || !set_threads_) return;
+    set_threads_(wanted);
+    threads_ = wanted;
+  }
+
   // Kernels are built without the Halide runtime; one shared copy is loaded first, globally.
   void ensure_runtime() {
     if (runtime_loaded_) return;
@@ -219,8 +229,9 @@ class HalideBackend final : public Backend {
       link(object, shared);
       path = cache().store(key, ".so", shared);
     }
-    KILN_CHECK(dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL), "halide: could not load its runtime from ", path,
-               ": ", dlerror());
+    void* runtime = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    KILN_CHECK(runtime, "halide: could not load its runtime from ", path, ": ", dlerror());
+    set_threads_ = reinterpret_cast<int (*)(int)>(dlsym(runtime, "halide_set_num_threads"));
     runtime_loaded_ = true;
   }
 
@@ -232,6 +243,8 @@ class HalideBackend final : public Backend {
 
   std::unordered_map<std::string, KernelFn> loaded_;
   bool runtime_loaded_ = false;
+  int (*set_threads_)(int) = nullptr;
+  int threads_ = 0;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "frontend/nn/functional.h"
 
 #include "frontend/autograd.h"
+#include "frontend/derivatives.h"
 #include "frontend/losses.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
@@ -17,7 +18,8 @@ Tensor relu(Tensor input, const ReLUFuncOptions& options) {
 }
 
 Tensor leaky_relu(Tensor input, const LeakyReLUFuncOptions& options) {
-  Tensor out = kiln::where(input > 0, input, input * options.negative_slope());
+  Tensor out = kiln::detail::named(kiln::where(input > 0, input, input * options.negative_slope()),
+                                   "LeakyReluBackward0", {input});
   return options.inplace() ? input.copy_(out) : out;
 }
 
@@ -72,7 +74,7 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   Tensor out = (d - mean_d) * (var + options.eps()).rsqrt();
   if (options.weight().defined()) out = out * options.weight();
   if (options.bias().defined()) out = out + options.bias();
-  return out;
+  return kiln::detail::named(out, "NativeLayerNormBackward0", {input});
 }
 
 Tensor dropout(Tensor input, const DropoutFuncOptions& options) {
