@@ -80,12 +80,15 @@ TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
     adam.step();
     return loss.item<float>();
   };
-  step(32, 1e-2);  // compiles
-  step(32, 1e-2);  // the steady state (gradients now exist: zero_grad takes another path)
+  // Batch sizes equal to no parameter dimension: independent elementwise work over equal shapes
+  // is merged into one kernel, so a batch that makes activations and parameters the same shape
+  // (here 20 or 32) partitions differently, and compiles once more.
+  step(24, 1e-2);  // compiles
+  step(24, 1e-2);  // the steady state (gradients now exist: zero_grad takes another path)
   auto s = count([&] {
     step(48, 3e-3);
     step(17, 1e-3);
   });
-  EXPECT_EQ(s.kernels_compiled, 0);
+  EXPECT_EQ(s.kernels_compiled + s.kernels_loaded, 0);
   EXPECT_GT(s.kernel_launches, 0);
 }

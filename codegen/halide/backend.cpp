@@ -143,8 +143,11 @@ class HalideBackend final : public Backend {
       argv.push_back(&buffers.back().buf);
     }
     if (numel_of(k.domain) == 0 && k.kind == Kernel::Kind::Pointwise) return;
-    if (log().should_log(spdlog::level::trace)) log().trace("launch {}", k.key());
+    const bool trace = log().should_log(spdlog::level::trace);
+    const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     const int rc = fn(argv.data());
+    if (trace)
+      log().trace("launch {:.1f} us {}", std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(), k.key());
     KILN_CHECK(rc == 0, "halide: kernel failed with code ", rc, " (", k.key(), ")");
     stats_add(&Stats::kernel_launches, 1);
   }

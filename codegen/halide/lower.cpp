@@ -55,13 +55,28 @@ bool is_float(const Expr& e) { return e.type().is_float(); }
 
 // Float32 exp, log and tanh that vectorize: Halide's own exp/log/tanh call scalar libm through its
 // runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
+// Under strict_float, Halide's is_nan and floor are runtime calls too: NaN is tested on the bits,
+// and floor is done with integers.
+Expr nan_bits(Expr x) { return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000; }
+Expr floor_small(Expr x) {  // |x| < 2^31
+  Expr t = cast(Float(32), cast(Int(32), x));
+  return select(x < t, t - 1.0f, t);
+}
 Expr vector_exp(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity());
-  return select(is_nan(x), x, x > 88.72283f, inf, x < -87.33654f, Expr(0.0f), fast_exp(x));
+  // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
+  Expr c = clamp(x, -88.0f, 88.0f);
+  Expr n = floor_small(c * 1.44269504088896341f + 0.5f);
+  Expr r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  Expr p = 1.9875691500e-4f;
+  for (float a : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) p = p * r + a;
+  p = p * r * r + r + 1.0f;
+  Expr scale = reinterpret(Float(32), (cast(Int(32), n) + 127) << 23);
+  return select(nan_bits(x), x, x > 88.72283f, inf, x < -87.33654f, Expr(0.0f), p * scale);
 }
 Expr vector_log(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
-  return select(is_nan(x) || x < 0, nan, x == 0, -inf, x == inf, inf, fast_log(x));
+  return select(nan_bits(x) || x < 0, nan, x == 0, -inf, x == inf, inf, fast_log(x));
 }
 // Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
 Expr vector_tanh(Expr x) {
@@ -74,7 +89,7 @@ Expr vector_tanh(Expr x) {
   Expr q = c2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
   q = c2 * q + 2.26843463243900e-03f;
   q = c2 * q + 4.89352518554385e-03f;
-  return select(is_nan(x), x, p / q);
+  return select(nan_bits(x), x, p / q);
 }
 
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
@@ -270,49 +285,87 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
 Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   const fusion::Kernel& k = L.k;
   const size_t rank = k.domain.size();
+  const size_t n = k.reduces.size();
+  const int vec = kernel_target().natural_vector_size(Float(32));
   std::vector<size_t> kept_dims, reduced_dims;
   for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
   auto vars = make_vars(kept_dims.size());
-  // RDom dims innermost first, over the reduced domain dims.
+  std::vector<Var> lhs(vars.begin(), vars.end());
+  std::vector<Expr> lhs_e(vars.begin(), vars.end());
+  auto element = [&](const Func& f, size_t j) { return n == 1 ? Expr(f(lhs_e)) : Expr(f(lhs_e)[j]); };
+
+  // Sums whose innermost dim is reduced (rows: softmax, LayerNorm) are summed in vectors: lane u
+  // of `partial` adds the elements u, u + vec, u + 2 vec, ... of the row; then the lanes are added.
+  bool sums_only = true;
+  for (int j : k.reduces) sums_only &= k.nodes[j].node->op == Op::Sum;
+  const bool lanes = k.reduced.back() && sums_only;
+  const Expr inner_extent = L.extents[rank - 1];
+  Var u("u");
+
+  // RDom dims innermost first, over the reduced domain dims (in lanes, the innermost counts
+  // vectors, not elements).
   Region region;
-  for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it) region.emplace_back(0, L.extents[*it]);
+  for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
+    region.emplace_back(0, lanes && *it == rank - 1 ? (inner_extent + vec - 1) / vec : Expr(L.extents[*it]));
   RDom r(region);
   std::vector<Expr> coords(rank);
   for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
   for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
+  Expr in_row = const_true();
+  if (lanes) {  // element r0 * vec + u, clamped so that the tail of a row is never read out of bounds
+    Expr i = r[0] * vec + u;
+    in_row = i < inner_extent;
+    coords[rank - 1] = min(i, inner_extent - 1);
+  }
   Lowering::Context prologue{coords, {}, {}};
 
   // One accumulator per reducing node, updated together (a Tuple when there are several).
-  Func acc("acc");
-  std::vector<Var> lhs(vars.begin(), vars.end());
-  std::vector<Expr> lhs_e(vars.begin(), vars.end());
-  std::vector<Expr> inits, updates;
-  const size_t n = k.reduces.size();
-  for (size_t j = 0; j < n; ++j) inits.push_back(initial(*k.nodes[k.reduces[j]].node));
-  if (n == 1)
-    acc(lhs) = inits[0];
-  else
-    acc(lhs) = Tuple(inits);
+  std::vector<Expr> inits, xs;
   for (size_t j = 0; j < n; ++j) {
     const ir::Node& red = *k.nodes[k.reduces[j]].node;
+    inits.push_back(initial(red));
     const int arg = k.nodes[k.reduces[j]].args[0];
     Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : L.value(arg, prologue);
     x = convert(x, red.dtype);
     // An update that does not mention the RDom runs once, not once per element: a prologue of
     // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
     if (!reduced_dims.empty() && !x.type().is_bool()) x = x + cast(x.type(), r[0] * 0);
-    updates.push_back(update(red, n == 1 ? Expr(acc(lhs_e)) : Expr(acc(lhs_e)[j]), x));
+    xs.push_back(lanes ? select(in_row, x, make_zero(x.type())) : x);
   }
-  if (n == 1)
-    acc(lhs_e) = updates[0];
-  else
-    acc(lhs_e) = Tuple(updates);
+  auto define = [&](Func& f, const std::vector<Var>& pure, const std::vector<Expr>& at, const std::vector<Expr>& x) {
+    if (n == 1)
+      f(pure) = inits[0];
+    else
+      f(pure) = Tuple(inits);
+    std::vector<Expr> ups;
+    for (size_t j = 0; j < n; ++j)
+      ups.push_back(update(*k.nodes[k.reduces[j]].node, n == 1 ? Expr(f(at)) : Expr(f(at)[j]), x[j]));
+    if (n == 1)
+      f(at) = ups[0];
+    else
+      f(at) = Tuple(ups);
+  };
+  Func acc("acc"), partial("partial");
+  if (lanes) {
+    std::vector<Var> p_lhs{u};
+    p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
+    std::vector<Expr> p_at(p_lhs.begin(), p_lhs.end());
+    define(partial, p_lhs, p_at, xs);
+    RDom lane(0, vec);
+    std::vector<Expr> from{lane.x};
+    from.insert(from.end(), vars.begin(), vars.end());
+    std::vector<Expr> sums;
+    for (size_t j = 0; j < n; ++j) sums.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+    define(acc, lhs, lhs_e, sums);
+  } else {
+    define(acc, lhs, lhs_e, xs);
+  }
 
   // The epilogue: outputs at the output coordinates, where reduced dims are 0.
   std::vector<Expr> out_coords(rank, Expr(0));
   for (size_t i = 0; i < kept_dims.size(); ++i) out_coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
   Lowering::Context epilogue{out_coords, {}, {}};
-  for (size_t j = 0; j < n; ++j) epilogue.reduced[k.reduces[j]] = n == 1 ? Expr(acc(lhs_e)) : Expr(acc(lhs_e)[j]);
+  for (size_t j = 0; j < n; ++j) epilogue.reduced[k.reduces[j]] = element(acc, j);
   std::vector<Expr> outs;
   for (int o : k.outputs) outs.push_back(to_storage(L.value(o, epilogue), k.nodes[o].node->dtype));
   Func out("out");
@@ -320,13 +373,17 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     out(lhs) = outs[0];
   else
     out(lhs) = Tuple(outs);
-  // Rows reduced innermost: parallel over rows, serial inside. Otherwise the innermost kept dim
-  // is walked in vectors.
-  const int vec = kernel_target().natural_vector_size(Float(32));
-  const bool inner_reduced = k.reduced.back();
+
+  // Schedule: parallel over the outermost kept dim; rows in lanes (above), or else the innermost
+  // kept dim in vectors when it is not reduced.
+  if (lanes) {
+    if (!vars.empty()) partial.compute_at(out, vars.back());
+    partial.vectorize(u);
+    partial.update().vectorize(u);
+  }
   if (!vars.empty()) {
     acc.compute_at(out, vars.back());
-    if (!inner_reduced) {
+    if (!k.reduced.back()) {
       acc.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
       acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
       out.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
