@@ -14,6 +14,7 @@
 #include "codegen/halide/arguments.h"
 #include "codegen/halide/lower.h"
 #include "fusion/kernel.h"
+#include "fusion/passes.h"
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/log.h"
@@ -60,14 +61,17 @@ class HalideBackend final : public Backend {
  public:
   const char* name() const override { return "halide"; }
 
-  void execute(const fusion::Plan& plan) override {
+  void execute(const fusion::Plan& original) override {
+    fusion::Plan plan = original;
+    fusion::eliminate_common_subexpressions(plan);
+    fusion::simplify(plan);
     std::vector<std::vector<ir::Node*>> release;
     std::vector<Kernel> kernels = fusion::partition(plan, &release);
     for (size_t i = 0; i < kernels.size(); ++i) {
       run(kernels[i]);
       for (ir::Node* done : release[i]) done->result.reset();
     }
-    for (const auto& step : plan.steps) {
+    for (const auto& step : original.steps) {  // the dropped ones too: nothing will read them
       step.node->inputs.clear();
       step.node->inputs.shrink_to_fit();
     }

@@ -1,0 +1,101 @@
+// Algebraic simplification and constant folding on the plan: an op whose other operand is the
+// identity constant reads its operand directly, and an elementwise op on constants becomes a
+// constant. Only rewrites exact in IEEE arithmetic are made (x * 0 is not 0 when x is NaN).
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/passes.h"
+
+namespace kiln::fusion {
+namespace {
+
+using ir::Op;
+
+bool is_const(const ir::Operand& o, double value) { return o.node->op == Op::Const && o.node->scalar == value; }
+
+// Reads `o` as a consumer of a node of `shape` would: only when `o` is its producer's whole
+// output in order, so that the consumer's view of the node applies to the producer unchanged.
+bool passes_through(const ir::Operand& o, const ir::Node& n) {
+  return o.node->dtype == n.dtype && o.node->shape == n.shape && o.view.offset == 0 && o.view.sizes == n.shape &&
+         o.view.strides == contiguous_strides(n.shape);
+}
+
+// The operand `n` equals, if it is an identity op.
+const ir::Operand* identity_operand(const ir::Node& n) {
+  if (n.inputs.size() != 2) return nullptr;
+  const auto &a = n.inputs[0], &b = n.inputs[1];
+  switch (n.op) {
+    case Op::Add:
+      if (is_const(b, 0) && passes_through(a, n)) return &a;
+      if (is_const(a, 0) && passes_through(b, n)) return &b;
+      break;
+    case Op::Mul:
+      if (is_const(b, 1) && passes_through(a, n)) return &a;
+      if (is_const(a, 1) && passes_through(b, n)) return &b;
+      break;
+    case Op::Sub:
+    case Op::Div:
+      if (is_const(b, n.op == Op::Sub ? 0 : 1) && passes_through(a, n)) return &a;
+      break;
+    default: break;
+  }
+  return nullptr;
+}
+
+// The value of an elementwise op on constant operands, if it folds exactly as the backends do.
+bool fold(const ir::Node& n, double& out) {
+  for (const auto& in : n.inputs)
+    if (in.node->op != Op::Const) return false;
+  if (n.inputs.empty() || !is_floating(n.dtype)) return false;
+  const double a = n.inputs[0].node->scalar, b = n.inputs.size() > 1 ? n.inputs[1].node->scalar : 0;
+  switch (n.op) {
+    case Op::Neg: out = -a; break;
+    case Op::Add: out = a + b; break;
+    case Op::Sub: out = a - b; break;
+    case Op::Mul: out = a * b; break;
+    case Op::Div: out = a / b; break;
+    default: return false;
+  }
+  if (n.dtype == kFloat) out = double(float(out));  // rounded as a float32 kernel would
+  return true;
+}
+
+}  // namespace
+
+void simplify(Plan& plan) {
+  std::unordered_map<ir::Node*, ir::NodePtr> replaced;
+  bool changed = false;
+  for (auto& step : plan.steps) {
+    ir::Node& n = *step.node;
+    for (auto& in : n.inputs)
+      if (auto it = replaced.find(in.node.get()); it != replaced.end()) in.node = it->second;
+    double value;
+    if (fold(n, value)) {  // the node itself becomes the constant: its readers need no change
+      n.op = Op::Const;
+      n.scalar = value;
+      n.inputs.clear();
+      changed = true;
+      continue;
+    }
+    if (step.is_root) continue;
+    if (const ir::Operand* same = identity_operand(n)) {
+      replaced[&n] = same->node;
+      changed = true;
+    }
+  }
+  if (changed) drop_dead_steps(plan);
+}
+
+void drop_dead_steps(Plan& plan) {
+  std::unordered_set<const ir::Node*> read;
+  std::vector<Step> kept;
+  for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it) {
+    if (!it->is_root && !read.count(it->node.get())) continue;
+    for (const auto& in : it->node->inputs) read.insert(in.node.get());
+    kept.push_back(std::move(*it));
+  }
+  plan.steps.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+}
+
+}  // namespace kiln::fusion

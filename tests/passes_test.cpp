@@ -1,0 +1,59 @@
+// The plan rewrites before partitioning: common subexpressions, identities, constant folding.
+#include <gtest/gtest.h>
+
+#include <kiln/kiln.h>
+
+#include "fusion/passes.h"
+#include "tracer/storage.h"
+
+using namespace kiln;
+
+namespace {
+
+// A plan over the pending nodes behind `roots`, as a flush would make it.
+fusion::Plan plan_of(const std::vector<Tensor>& roots) {
+  std::vector<ir::NodePtr> nodes;
+  for (const auto& t : roots) nodes.push_back(t.unsafeGetTensorImpl()->storage->node);
+  return fusion::make_plan(nodes);
+}
+
+size_t count(const fusion::Plan& p, ir::Op op) {
+  size_t n = 0;
+  for (const auto& s : p.steps) n += s.node->op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST(Passes, CommonSubexpressionsAreComputedOnce) {
+  Tensor x = rand({4});
+  Tensor y = (x * x).exp() + (x * x).exp();  // two x*x, two exp
+  fusion::Plan p = plan_of({y});
+  ASSERT_EQ(count(p, ir::Op::Mul), 2u);
+  fusion::eliminate_common_subexpressions(p);
+  EXPECT_EQ(count(p, ir::Op::Mul), 1u);
+  EXPECT_EQ(count(p, ir::Op::Exp), 1u);
+  Tensor expected = ((x * x).exp() * 2).detach();
+  EXPECT_TRUE(allclose(y, expected));
+}
+
+TEST(Passes, IdentitiesAndConstantsFold) {
+  Tensor x = rand({3});
+  Tensor y = ((x + 0.0) * 1.0 - 0.0) / 1.0 * (full({}, 2.0) * 3.0);
+  fusion::Plan p = plan_of({y});
+  fusion::simplify(p);
+  EXPECT_EQ(count(p, ir::Op::Add) + count(p, ir::Op::Sub) + count(p, ir::Op::Div), 0u);
+  EXPECT_EQ(count(p, ir::Op::Mul), 1u);  // x * 6, the constant folded
+  EXPECT_TRUE(allclose(y, x * 6.0));
+}
+
+TEST(Passes, LiveValuesAreKept) {
+  Tensor x = rand({3});
+  Tensor a = x * 1.0;  // live: a tensor holds it, so it stays a node of its own
+  Tensor b = x * 1.0;
+  fusion::Plan p = plan_of({a, b});
+  fusion::eliminate_common_subexpressions(p);
+  fusion::simplify(p);
+  EXPECT_EQ(count(p, ir::Op::Mul), 2u);
+  EXPECT_TRUE(allclose(a, x) && allclose(b, x));
+}
