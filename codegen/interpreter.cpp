@@ -217,22 +217,39 @@ int64_t checked_index(double v, int64_t size, const char* op) {
   return i;
 }
 
+// IndexSelect and Gather copy elements as they are, reading the source through its view: a
+// batch taken from a whole dataset costs the batch, not the dataset.
+void select_elements(Node& n) {
+  const Operand& src = n.inputs[0];
+  const int64_t dim = n.ints[0];
+  const bool per_row = n.op == Op::IndexSelect;  // one index per position along dim
+  Values idx = read(n.inputs[1]);
+  const size_t es = element_size(n.dtype);
+  n.result = make_buffer(n.numel() * es);
+  char* out = static_cast<char*>(n.result->data());
+  const char* base = static_cast<const char*>(src.node->result->data());
+  const Shape& shape = n.shape;
+  const int rank = int(shape.size());
+  std::vector<int64_t> c(rank, 0);
+  const int64_t total = n.numel(), limit = src.view.sizes[dim];
+  const char* op = per_row ? "index_select" : "gather";
+  for (int64_t f = 0; f < total; ++f) {
+    int64_t pos = src.view.offset;
+    for (int d = 0; d < rank; ++d)
+      if (d != dim) pos += c[d] * src.view.strides[d];
+    pos += checked_index(idx[per_row ? c[dim] : f], limit, op) * src.view.strides[dim];
+    std::memcpy(out + f * es, base + pos * es, es);
+    for (int d = rank - 1; d >= 0 && ++c[d] == shape[d]; --d) c[d] = 0;
+  }
+}
+
 void gather_family(Node& n) {
   const int64_t dim = n.ints[0];
   switch (n.op) {
-    case Op::IndexSelect: {
-      Values x = read(n.inputs[0]), idx = read(n.inputs[1]);
-      Around in = around(n.inputs[0].view.sizes, dim);
-      Values out(n.numel());
-      const int64_t count = int64_t(idx.size());
-      for (int64_t o = 0; o < in.outer; ++o)
-        for (int64_t j = 0; j < count; ++j) {
-          int64_t src = checked_index(idx[j], in.size, "index_select");
-          for (int64_t k = 0; k < in.inner; ++k)
-            out[(o * count + j) * in.inner + k] = x[(o * in.size + src) * in.inner + k];
-        }
-      return store(n, out);
-    }
+    case Op::IndexSelect:
+    case Op::Gather:
+      if (n.numel() > 0) return select_elements(n);
+      return store(n, Values());
     case Op::IndexAdd: {
       Values out = read(n.inputs[0]), idx = read(n.inputs[1]), src = read(n.inputs[2]);
       Around base = around(n.shape, dim);
@@ -245,27 +262,15 @@ void gather_family(Node& n) {
         }
       return store(n, out);
     }
-    case Op::Gather:
-    case Op::ScatterAdd: {
-      // Gather: out[i] = self[i with i[dim] = index[i]]; ScatterAdd is its transpose.
-      const bool gather = n.op == Op::Gather;
+    case Op::ScatterAdd: {  // the transpose of Gather: out = base, out[i with i[dim] = index[i]] += src[i]
       const Operand& index_op = n.inputs[1];
-      Values idx = read(index_op);
-      const Shape& self_shape = gather ? n.inputs[0].view.sizes : n.shape;
-      Shape self_strides = contiguous_strides(self_shape);
-      Values self = read(n.inputs[0]);
-      Values src = gather ? Values() : read(n.inputs[2]);
-      Values out = gather ? Values(n.numel()) : self;
-      const int64_t dim_size = self_shape[dim];
-      Shape walk = contiguous_strides(self_shape);  // self position of index element, minus dim
+      Values idx = read(index_op), out = read(n.inputs[0]), src = read(n.inputs[2]);
+      const Shape strides = contiguous_strides(n.shape);
+      Shape walk = strides;  // position of an index element in the output, dim aside
       walk[dim] = 0;
       int64_t i = 0;
       for_each_offset(index_op.view.sizes, walk, 0, [&](int64_t pos) {
-        int64_t at = pos + checked_index(idx[i], dim_size, gather ? "gather" : "scatter_add") * self_strides[dim];
-        if (gather)
-          out[i] = self[at];
-        else
-          out[at] += src[i];
+        out[pos + checked_index(idx[i], n.shape[dim], "scatter_add") * strides[dim]] += src[i];
         ++i;
       });
       return store(n, out);

@@ -7,6 +7,10 @@
 
 namespace kiln {
 namespace {
+int cores() {
+  static const int n = int(std::thread::hardware_concurrency());  // reads /sys: once
+  return n;
+}
 Config load_from_env() {
   Config c;
   if (const char* v = std::getenv("KILN_LAZY")) c.lazy = std::string(v) != "0";
@@ -28,11 +32,11 @@ bool is_lazy() { return config().lazy; }
 
 void set_num_threads(int n) {
   config().num_threads = n;
-  openblas_set_num_threads(n > 0 ? n : int(std::thread::hardware_concurrency()));
+  openblas_set_num_threads(n > 0 ? n : cores());
 }
 int get_num_threads() {
   int n = config().num_threads;
-  return n > 0 ? n : int(std::thread::hardware_concurrency());
+  return n > 0 ? n : cores();
 }
 
 }  // namespace kiln
