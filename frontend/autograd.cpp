@@ -310,6 +310,17 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   return task.captured;
 }
 
+void zero_grad(Tensor& param, bool set_to_none) {
+  Tensor& grad = param.mutable_grad();
+  if (!grad.defined()) return;
+  if (set_to_none) {
+    grad = Tensor();
+  } else {
+    grad = grad.detach();
+    grad.zero_();
+  }
+}
+
 // --- IValue ---
 
 double IValue::toDouble() const {

@@ -92,6 +92,10 @@ struct NoGradGuard : AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
 
+// Clears a parameter's gradient as zero_grad does: drops it, or zeroes it in place (detached from
+// any history), as Module::zero_grad and Optimizer::zero_grad both do.
+void zero_grad(Tensor& param, bool set_to_none);
+
 // Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad).
 tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
                  const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,

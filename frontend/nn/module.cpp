@@ -119,17 +119,8 @@ void Module::train(bool on) {
 
 void Module::zero_grad(bool set_to_none) {
   for (auto& child : children_) child.value()->zero_grad(set_to_none);
-  for (auto& p : parameters_) {
-    if (!p.value().defined()) continue;
-    Tensor& grad = p.value().mutable_grad();
-    if (!grad.defined()) continue;
-    if (set_to_none) {
-      grad = Tensor();
-    } else {
-      grad = grad.detach();
-      grad.zero_();
-    }
-  }
+  for (auto& p : parameters_)
+    if (p.value().defined()) autograd::zero_grad(p.value(), set_to_none);
 }
 
 void Module::convert(const std::function<Tensor(const Tensor&)>& conversion) {

@@ -67,16 +67,7 @@ void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
 
 void Optimizer::zero_grad(bool set_to_none) {
   for (auto& group : param_groups_)
-    for (auto& p : group.params()) {
-      Tensor& grad = p.mutable_grad();
-      if (!grad.defined()) continue;
-      if (set_to_none) {
-        grad = Tensor();
-      } else {
-        grad = grad.detach();
-        grad.zero_();
-      }
-    }
+    for (auto& p : group.params()) autograd::zero_grad(p, set_to_none);
 }
 
 const std::vector<Tensor>& Optimizer::parameters() const {
