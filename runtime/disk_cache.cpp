@@ -96,17 +96,31 @@ std::string DiskCache::temp_path(const std::string& ext) const {
   return dir_ + "/.tmp-" + unique_suffix() + ext;
 }
 
+namespace {
+// An entry is a content file named by its key's and its content's hashes, and a sidecar (named
+// by the key) that names the content file and records its size, checksum and full key. Writers
+// racing on one key each rename a complete content file of their own and then the sidecar; the
+// last sidecar wins, and always names a file it describes.
+std::string sidecar_text(const std::string& file_name, const std::string& data, const std::string& key) {
+  return "file " + file_name + "\nsize " + std::to_string(data.size()) + "\nfnv " +
+         hex(fnv1a64(data.data(), data.size())) + "\nkey " + key;
+}
+}  // namespace
+
 std::optional<std::string> DiskCache::find(const std::string& key, const std::string& ext) const {
   if (!writable_) return std::nullopt;
-  const std::string path = entry_path(key, ext), meta_path = path + ".meta";
+  const std::string meta_path = entry_path(key, ext) + ".meta";
   auto meta = read_file(meta_path);
   if (!meta) return std::nullopt;
-  auto data = read_file(path);
-  std::string expected;
-  if (data) expected = "size " + std::to_string(data->size()) + "\nfnv " + hex(fnv1a64(data->data(), data->size())) + "\nkey " + key;
-  if (!data || *meta != expected) {
-    log().warn("cache entry {} is corrupt, truncated or for another key; rebuilding it", path);
-    remove_quietly(path);
+  const std::string prefix = "file ";
+  const size_t end = meta->find('\n');
+  const std::string file_name = meta->rfind(prefix, 0) == 0 && end != std::string::npos
+                                    ? meta->substr(prefix.size(), end - prefix.size()) : "";
+  const std::string path = dir_ + "/" + file_name;
+  auto data = file_name.empty() ? std::nullopt : read_file(path);
+  if (!data || *meta != sidecar_text(file_name, *data, key)) {
+    log().warn("cache entry {} is corrupt, truncated or for another key; rebuilding it", meta_path);
+    if (!file_name.empty()) remove_quietly(path);
     remove_quietly(meta_path);
     return std::nullopt;
   }
@@ -115,20 +129,20 @@ std::optional<std::string> DiskCache::find(const std::string& key, const std::st
 
 std::string DiskCache::store(const std::string& key, const std::string& ext, const std::string& file) const {
   if (!writable_) return file;
-  const std::string path = entry_path(key, ext);
   auto data = read_file(file);
   if (!data) return file;
-  const std::string meta = "size " + std::to_string(data->size()) + "\nfnv " + hex(fnv1a64(data->data(), data->size())) + "\nkey " + key;
-  const std::string meta_tmp = temp_path(".meta");
+  const std::string base = entry_path(key, ext);
+  const std::string file_name = base.substr(dir_.size() + 1, base.size() - dir_.size() - 1 - ext.size()) + "-" +
+                                hex(fnv1a64(data->data(), data->size())) + ext;
+  const std::string path = dir_ + "/" + file_name, meta_tmp = temp_path(".meta");
   std::error_code ec;
-  // The entry first, then its sidecar: a reader that sees the sidecar sees a complete entry.
   fs::rename(file, path, ec);
-  if (ec || !write_file(meta_tmp, meta)) {
+  if (ec || !write_file(meta_tmp, sidecar_text(file_name, *data, key))) {
     log().warn("could not store {} in the kernel cache: {}", path, ec.message());
     remove_quietly(meta_tmp);
     return ec ? file : path;
   }
-  fs::rename(meta_tmp, path + ".meta", ec);
+  fs::rename(meta_tmp, base + ".meta", ec);
   return path;
 }
 

@@ -225,7 +225,17 @@ std::vector<Var> make_vars(size_t rank) {
   return vars;
 }
 
-void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec) {
+// Below this many elements a kernel runs on the calling thread: waking the pool costs more.
+constexpr int kSerialBelow = 1 << 16;
+
+Expr product(const std::vector<Param<int32_t>>& extents) {
+  Expr n = 1;
+  for (const auto& e : extents) n = n * e;
+  return n;
+}
+
+void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elements) {
+  f.specialize(elements < kSerialBelow).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   if (vars.size() == 1) {
     Var outer("xo"), inner("xi");
     f.split(vars[0], outer, inner, 1 << 14, TailStrategy::GuardWithIf)
@@ -250,7 +260,7 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
     f(lhs) = outs[0];
   else
     f(lhs) = Tuple(outs);
-  schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)));
+  schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)), product(L.extents));
   args = L.arguments;
   return Pipeline(f);
 }
@@ -388,7 +398,7 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
       acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
       out.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
     }
-    out.parallel(vars.back());
+    out.specialize(product(L.extents) >= kSerialBelow).parallel(vars.back());
   }
   args = L.arguments;
   return Pipeline(out);
