@@ -210,10 +210,11 @@ Around around(const Shape& s, int64_t dim) {
   return r;
 }
 
+// Indices of index_select, gather and their adjoints must lie in [0, size), as in PyTorch (no
+// counting from the end).
 int64_t checked_index(double v, int64_t size, const char* op) {
-  int64_t i = int64_t(v);
-  if (i < 0) i += size;
-  KILN_CHECK(i >= 0 && i < size, op, ": index ", int64_t(v), " is out of bounds for size ", size);
+  const int64_t i = int64_t(v);
+  KILN_CHECK(i >= 0 && i < size, op, ": index ", i, " is out of bounds for size ", size);
   return i;
 }
 

@@ -107,7 +107,7 @@ void check_index(const Tensor& index, int64_t size, const char* op, const Tensor
   KILN_CHECK(index.dtype() == kLong, op, ": expected an int64 index, got ", detail::shape_str(index));
   if (!index.unsafeGetTensorImpl()->storage->node->computed() || index.numel() == 0) return;
   for (int64_t i : index.to_vector<int64_t>())
-    KILN_CHECK(i >= -size && i < size, op, ": index ", i, " is out of bounds for dimension with size ", size,
+    KILN_CHECK(i >= 0 && i < size, op, ": index ", i, " is out of bounds for dimension with size ", size,
                " (self ", detail::shape_str(self), ", index ", detail::shape_str(index), ")");
 }
 }  // namespace

@@ -490,7 +490,8 @@ TEST(OpsLinalg, IndexingAndJoining) {
   Tensor x = kiln::arange(12, kiln::kFloat).reshape({3, 4});
   EXPECT_EQ(vals(x.index_select(0, kiln::tensor({2, 0}))), (std::vector<double>{8, 9, 10, 11, 0, 1, 2, 3}));
   EXPECT_EQ(vals(x.index_select(1, kiln::tensor({3, 3}))), (std::vector<double>{3, 3, 7, 7, 11, 11}));
-  EXPECT_EQ(vals(x.index_select(-1, kiln::tensor({-1}))), (std::vector<double>{3, 7, 11}));
+  EXPECT_EQ(vals(x.index_select(-1, kiln::tensor({3}))), (std::vector<double>{3, 7, 11}));
+  EXPECT_THROW(x.index_select(-1, kiln::tensor({-1})), kiln::Error);  // PyTorch: index out of range in self
   EXPECT_EQ(vals(x.gather(1, kiln::tensor({{0, 3}, {1, 1}, {2, 0}}))), (std::vector<double>{0, 3, 5, 5, 10, 8}));
   EXPECT_EQ(vals(x.gather(0, kiln::tensor({{2, 1, 0, 0}}))), (std::vector<double>{8, 5, 2, 3}));
   Tensor emb = kiln::embedding(x, kiln::tensor({{2, 0}}));
