@@ -61,19 +61,14 @@ Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
 
 Tensor Adam::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    auto& options = static_cast<AdamOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      Tensor grad = p.grad();
-      auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
-                               options.amsgrad());
-      // Adam's weight decay is L2 regularization: added to the gradient.
-      if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
-      adam_update(p, grad, state, options);
-    }
-  }
+  update_parameters<AdamOptions>([&](Tensor& p, AdamOptions& options) {
+    Tensor grad = p.grad();
+    auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
+                             options.amsgrad());
+    // Adam's weight decay is L2 regularization: added to the gradient.
+    if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
+    adam_update(p, grad, state, options);
+  });
   return loss;
 }
 
@@ -84,18 +79,13 @@ AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions default
 
 Tensor AdamW::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    auto& options = static_cast<AdamWOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      // Decoupled weight decay: the weights shrink before the Adam update.
-      if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
-      auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
-                               options.amsgrad());
-      adam_update(p, p.grad(), state, options);
-    }
-  }
+  update_parameters<AdamWOptions>([&](Tensor& p, AdamWOptions& options) {
+    // Decoupled weight decay: the weights shrink before the Adam update.
+    if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
+    auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
+                             options.amsgrad());
+    adam_update(p, p.grad(), state, options);
+  });
   return loss;
 }
 

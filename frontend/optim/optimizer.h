@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frontend/autograd.h"
 #include "frontend/nn/arg.h"
 #include "frontend/tensor.h"
 
@@ -120,6 +121,17 @@ class Optimizer {
   }
   // Runs the closure (if any) with gradients enabled.
   static Tensor run_closure(const LossClosure& closure);
+  // The loop every step() shares: `update(param, options)` for each parameter that has a
+  // gradient, with its group's options, and gradients off.
+  template <typename Options, typename Update>
+  void update_parameters(Update&& update) {
+    autograd::NoGradGuard no_grad;
+    for (auto& group : param_groups_) {
+      auto& options = static_cast<Options&>(group.options());
+      for (auto& p : group.params())
+        if (p.grad().defined()) update(p, options);
+    }
+  }
 
   std::vector<OptimizerParamGroup> param_groups_;
   std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>> state_;

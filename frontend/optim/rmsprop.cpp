@@ -17,43 +17,38 @@ RMSprop::RMSprop(std::vector<OptimizerParamGroup> param_groups, RMSpropOptions d
 
 Tensor RMSprop::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    auto& options = static_cast<RMSpropOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      Tensor grad = p.grad();
-      auto& state = state_of<RMSpropParamState>(p, [&] {
-        auto s = std::make_unique<RMSpropParamState>();
-        s->square_avg(zeros_like(p));
-        if (options.momentum() > 0) s->momentum_buffer(zeros_like(p));
-        if (options.centered()) s->grad_avg(zeros_like(p));
-        return s;
-      });
-      state.step(state.step() + 1);
-      const double alpha = options.alpha();
-      if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
-      state.square_avg().mul_(alpha).addcmul_(grad, grad, 1 - alpha);
+  update_parameters<RMSpropOptions>([&](Tensor& p, RMSpropOptions& options) {
+    Tensor grad = p.grad();
+    auto& state = state_of<RMSpropParamState>(p, [&] {
+      auto s = std::make_unique<RMSpropParamState>();
+      s->square_avg(zeros_like(p));
+      if (options.momentum() > 0) s->momentum_buffer(zeros_like(p));
+      if (options.centered()) s->grad_avg(zeros_like(p));
+      return s;
+    });
+    state.step(state.step() + 1);
+    const double alpha = options.alpha();
+    if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
+    state.square_avg().mul_(alpha).addcmul_(grad, grad, 1 - alpha);
 
-      Tensor avg;
-      if (options.centered()) {
-        // Centered: normalize by an estimate of the variance instead of the second moment.
-        if (!state.grad_avg().defined()) state.grad_avg(zeros_like(p));
-        state.grad_avg().mul_(alpha).add_(grad, 1 - alpha);
-        avg = addcmul(state.square_avg(), state.grad_avg(), state.grad_avg(), -1).sqrt_().add_(options.eps());
-      } else {
-        avg = state.square_avg().sqrt().add_(options.eps());
-      }
-
-      if (options.momentum() > 0) {
-        if (!state.momentum_buffer().defined()) state.momentum_buffer(zeros_like(p));
-        state.momentum_buffer().mul_(options.momentum()).addcdiv_(grad, avg);
-        p.add_(state.momentum_buffer(), -options.lr());
-      } else {
-        p.addcdiv_(grad, avg, -options.lr());
-      }
+    Tensor avg;
+    if (options.centered()) {
+      // Centered: normalize by an estimate of the variance instead of the second moment.
+      if (!state.grad_avg().defined()) state.grad_avg(zeros_like(p));
+      state.grad_avg().mul_(alpha).add_(grad, 1 - alpha);
+      avg = addcmul(state.square_avg(), state.grad_avg(), state.grad_avg(), -1).sqrt_().add_(options.eps());
+    } else {
+      avg = state.square_avg().sqrt().add_(options.eps());
     }
-  }
+
+    if (options.momentum() > 0) {
+      if (!state.momentum_buffer().defined()) state.momentum_buffer(zeros_like(p));
+      state.momentum_buffer().mul_(options.momentum()).addcdiv_(grad, avg);
+      p.add_(state.momentum_buffer(), -options.lr());
+    } else {
+      p.addcdiv_(grad, avg, -options.lr());
+    }
+  });
   return loss;
 }
 

@@ -17,31 +17,26 @@ SGD::SGD(std::vector<OptimizerParamGroup> param_groups, SGDOptions defaults)
 
 Tensor SGD::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    auto& options = static_cast<SGDOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      Tensor d_p = p.grad();
-      if (options.weight_decay() != 0) d_p = d_p.add(p, options.weight_decay());
-      if (options.momentum() != 0) {
-        Tensor buf;
-        auto* state = static_cast<SGDParamState*>(state_[state_key(p)].get());
-        if (!state) {
-          // The first step starts the buffer at the gradient itself (no dampening).
-          buf = d_p.clone().detach();
-          auto fresh = std::make_unique<SGDParamState>();
-          fresh->momentum_buffer(buf);
-          state_[state_key(p)] = std::move(fresh);
-        } else {
-          buf = state->momentum_buffer();
-          buf.mul_(options.momentum()).add_(d_p, 1 - options.dampening());
-        }
-        d_p = options.nesterov() ? d_p.add(buf, options.momentum()) : buf;
+  update_parameters<SGDOptions>([&](Tensor& p, SGDOptions& options) {
+    Tensor d_p = p.grad();
+    if (options.weight_decay() != 0) d_p = d_p.add(p, options.weight_decay());
+    if (options.momentum() != 0) {
+      Tensor buf;
+      auto* state = static_cast<SGDParamState*>(state_[state_key(p)].get());
+      if (!state) {
+        // The first step starts the buffer at the gradient itself (no dampening).
+        buf = d_p.clone().detach();
+        auto fresh = std::make_unique<SGDParamState>();
+        fresh->momentum_buffer(buf);
+        state_[state_key(p)] = std::move(fresh);
+      } else {
+        buf = state->momentum_buffer();
+        buf.mul_(options.momentum()).add_(d_p, 1 - options.dampening());
       }
-      p.add_(d_p, -options.lr());
+      d_p = options.nesterov() ? d_p.add(buf, options.momentum()) : buf;
     }
-  }
+    p.add_(d_p, -options.lr());
+  });
   return loss;
 }
 
