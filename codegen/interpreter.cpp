@@ -28,26 +28,36 @@ double load(const void* base, ScalarType t, int64_t i) {
   return 0;
 }
 
-// Calls f(flat offset) for each element of a strided view, in row-major order of its sizes.
+// Calls f(offset in a, offset in b) for each element of `sizes`, in row-major order, walking two
+// strided layouts of the same sizes together.
 template <typename F>
-void for_each_offset(const Shape& sizes, const Shape& strides, int64_t offset, F&& f) {
+void for_each_offset2(const Shape& sizes, const Shape& strides_a, int64_t offset_a, const Shape& strides_b,
+                      int64_t offset_b, F&& f) {
   const int rank = int(sizes.size());
   if (numel_of(sizes) == 0) return;
-  if (rank == 0) return f(offset);
+  if (rank == 0) return f(offset_a, offset_b);
   std::vector<int64_t> idx(rank, 0);
-  const int64_t inner = sizes[rank - 1], inner_stride = strides[rank - 1];
-  int64_t base = offset;
+  const int64_t inner = sizes[rank - 1], inner_a = strides_a[rank - 1], inner_b = strides_b[rank - 1];
+  int64_t a = offset_a, b = offset_b;
   while (true) {
-    for (int64_t i = 0; i < inner; ++i) f(base + i * inner_stride);
+    for (int64_t i = 0; i < inner; ++i) f(a + i * inner_a, b + i * inner_b);
     int d = rank - 2;
     for (; d >= 0; --d) {
-      base += strides[d];
+      a += strides_a[d];
+      b += strides_b[d];
       if (++idx[d] < sizes[d]) break;
-      base -= strides[d] * sizes[d];
+      a -= strides_a[d] * sizes[d];
+      b -= strides_b[d] * sizes[d];
       idx[d] = 0;
     }
     if (d < 0) return;
   }
+}
+
+// Calls f(flat offset) for each element of a strided view, in row-major order of its sizes.
+template <typename F>
+void for_each_offset(const Shape& sizes, const Shape& strides, int64_t offset, F&& f) {
+  for_each_offset2(sizes, strides, offset, strides, offset, [&](int64_t a, int64_t) { f(a); });
 }
 
 Values read(const Operand& o) {
@@ -297,13 +307,45 @@ void cat(Node& n) {
   store(n, result);
 }
 
-void write_view(Node& n) {
-  Values out = read(n.inputs[0]), value = read(n.inputs[1]);
+// The view `n.ints` (sizes|strides|offset) of the base that the value is written or added into.
+ir::View target_view(const Node& n) {
   const size_t rank = (n.ints.size() - 1) / 2;
-  Shape sizes(n.ints.begin(), n.ints.begin() + rank);
-  Shape strides(n.ints.begin() + rank, n.ints.begin() + 2 * rank);
+  return ir::View{Shape(n.ints.begin(), n.ints.begin() + rank), Shape(n.ints.begin() + rank, n.ints.begin() + 2 * rank),
+                  n.ints.back()};
+}
+
+// WriteView and AddView in the node's own type, read straight from the operands' views: these
+// pad and fold convolution inputs every training step, so they skip the float64 round trip.
+template <typename T>
+void write_view_typed(Node& n) {
+  const Operand &base = n.inputs[0], &value = n.inputs[1];
+  n.result = make_buffer(n.numel() * sizeof(T));
+  T* out = static_cast<T*>(n.result->data());
+  const T* b = static_cast<const T*>(base.node->result->data());
+  const T* v = static_cast<const T*>(value.node->result->data());
+  const Shape out_strides = contiguous_strides(n.shape);
+  for_each_offset2(base.view.sizes, out_strides, 0, base.view.strides, base.view.offset,
+                   [&](int64_t o, int64_t i) { out[o] = b[i]; });
+  const ir::View t = target_view(n);
+  if (n.op == Op::AddView)
+    for_each_offset2(t.sizes, t.strides, t.offset, value.view.strides, value.view.offset,
+                     [&](int64_t o, int64_t i) { out[o] += v[i]; });
+  else
+    for_each_offset2(t.sizes, t.strides, t.offset, value.view.strides, value.view.offset,
+                     [&](int64_t o, int64_t i) { out[o] = v[i]; });
+}
+
+void write_view(Node& n) {
+  const bool same_types = n.inputs[0].node->dtype == n.dtype && n.inputs[1].node->dtype == n.dtype;
+  if (same_types && n.dtype == kFloat) return write_view_typed<float>(n);
+  if (same_types && n.dtype == kDouble) return write_view_typed<double>(n);
+  Values out = read(n.inputs[0]), value = read(n.inputs[1]);
+  const ir::View t = target_view(n);
   int64_t i = 0;
-  for_each_offset(sizes, strides, n.ints.back(), [&](int64_t off) { out[off] = value[i++]; });
+  if (n.op == Op::AddView)
+    for_each_offset(t.sizes, t.strides, t.offset, [&](int64_t off) { out[off] += value[i++]; });
+  else
+    for_each_offset(t.sizes, t.strides, t.offset, [&](int64_t off) { out[off] = value[i++]; });
   store(n, out);
 }
 

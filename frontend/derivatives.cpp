@@ -134,6 +134,9 @@ const Row kRows[] = {
        Tensor value_grad = as_strided(flat, geometry);
        return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
      }}},
+    {Op::AddView, {"AsStridedScatterBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, as_strided(a.grad.contiguous(), a.attrs.ints)};
+     }}},
 };
 
 const Derivative kViewRows[] = {
@@ -276,10 +279,11 @@ Tensor as_strided(const Tensor& t, const std::vector<int64_t>& geometry) {
   return view(base, ViewKind::Strided, sizes, strides, base.storage_offset() + geometry.back(), Attrs{geometry});
 }
 
+// Overlapping windows (convolution, pooling) accumulate: AddView, not WriteView. The gradient is
+// read through its own view, so a permuted or expanded one costs no copy first.
 Tensor embed(const Tensor& g, const Shape& shape, const std::vector<int64_t>& geometry) {
   Tensor flat_zeros = zeros({numel_of(shape)}, g.dtype());
-  Tensor value = g.contiguous();
-  Tensor out = primitive(ir::Op::WriteView, {flat_zeros, value}, {numel_of(shape)}, g.dtype(), Attrs{geometry});
+  Tensor out = primitive(ir::Op::AddView, {flat_zeros, g}, {numel_of(shape)}, g.dtype(), Attrs{geometry});
   return out.reshape(shape);
 }
 
