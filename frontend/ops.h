@@ -164,6 +164,23 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor one_hot(const Tensor& labels, int64_t num_classes = -1);
 
+// --- convolution, pooling, normalization (conv.cpp; also in nn::functional) ---
+// Pads the last one or two dimensions: pad = {left, right[, top, bottom]}.
+Tensor constant_pad_nd(const Tensor& x, IntArrayRef pad, const Scalar& value = 0);
+// input [N, C, H, W] or [C, H, W], weight [O, C / groups, kH, kW]; sizes given as one int or two.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+              IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// stride {} means the kernel size, as in PyTorch.
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+// Normalizes over every axis but 1 (channels). Training uses the batch's statistics and, when
+// running_mean/var are given, updates them in place with `momentum` (unbiased variance).
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps);
+
 // --- losses (also in nn::functional) ---
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", double beta = 1.0);

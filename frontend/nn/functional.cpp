@@ -88,6 +88,29 @@ Tensor dropout(Tensor input, const DropoutFuncOptions& options) {
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight) { return kiln::embedding(weight, input); }
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options) {
+  return kiln::conv2d(input, weight, options.bias(), options.stride(), options.padding(), options.dilation(),
+                      options.groups());
+}
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  return kiln::max_pool2d(input, options.kernel_size(), options.stride(), options.padding(), options.dilation(),
+                          options.ceil_mode());
+}
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
+  return kiln::avg_pool2d(input, options.kernel_size(), options.stride(), options.padding(), options.ceil_mode(),
+                          options.count_include_pad(), options.divisor_override());
+}
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options) {
+  KILN_CHECK(options.momentum().has_value(), "batch_norm: momentum must be given (nn::BatchNorm handles the "
+             "cumulative average)");
+  return kiln::batch_norm(input, options.weight(), options.bias(), running_mean, running_var, options.training(),
+                          *options.momentum(), options.eps());
+}
+Tensor pad(const Tensor& input, const PadFuncOptions& options) {
+  return kiln::constant_pad_nd(input, options.pad(), options.value());
+}
 Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return kiln::one_hot(tensor, num_classes); }
 
 // --- losses ---

@@ -24,6 +24,14 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
 // Zeroes each element with probability p while training and scales the rest by 1 / (1 - p).
 Tensor dropout(Tensor input, const DropoutFuncOptions& options = {});
 Tensor embedding(const Tensor& input, const Tensor& weight);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
+// Training mode normalizes with the batch's statistics and updates running_mean/var in place.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options = {});
+// pad = {left, right[, top, bottom]}, constant mode only.
+Tensor pad(const Tensor& input, const PadFuncOptions& options);
 Tensor one_hot(const Tensor& tensor, int64_t num_classes = -1);
 
 // --- losses ---

@@ -40,6 +40,77 @@ class LayerNormImpl : public Module {
 };
 KILN_MODULE(LayerNorm);
 
+// 2-D convolution over [N, C, H, W] (or [C, H, W]); weight [out, in / groups, kH, kW]. Initialized
+// as libtorch 1.13: kaiming_uniform(a = sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+class Conv2dImpl : public Module {
+ public:
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  void reset();
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+
+  Conv2dOptions options;
+  Tensor weight, bias;
+};
+KILN_MODULE(Conv2d);
+
+class MaxPool2dImpl : public Module {
+ public:
+  MaxPool2dImpl(ExpandingArray<2> kernel_size) : MaxPool2dImpl(MaxPool2dOptions(kernel_size)) {}
+  explicit MaxPool2dImpl(const MaxPool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::max_pool2d(input, options); }
+  void pretty_print(std::ostream& stream) const override;
+  MaxPool2dOptions options;
+};
+KILN_MODULE(MaxPool2d);
+
+class AvgPool2dImpl : public Module {
+ public:
+  AvgPool2dImpl(ExpandingArray<2> kernel_size) : AvgPool2dImpl(AvgPool2dOptions(kernel_size)) {}
+  explicit AvgPool2dImpl(const AvgPool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::avg_pool2d(input, options); }
+  void pretty_print(std::ostream& stream) const override;
+  AvgPool2dOptions options;
+};
+KILN_MODULE(AvgPool2d);
+
+// Batch normalization over the channel axis (1). Training normalizes with the batch's statistics
+// and updates the running ones (buffers, saved in the state dict); evaluation uses the running
+// ones. BatchNorm1d takes [N, C] or [N, C, L], BatchNorm2d [N, C, H, W].
+class BatchNormImplBase : public Module {
+ public:
+  BatchNormImplBase(const BatchNormOptions& options, const char* name, int64_t min_dim, int64_t max_dim);
+  void reset();
+  void reset_parameters();
+  void reset_running_stats();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+
+  BatchNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ private:
+  const char* name_;
+  int64_t min_dim_, max_dim_;
+};
+
+class BatchNorm1dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm1dImpl(const BatchNormOptions& options) : BatchNormImplBase(options, "BatchNorm1d", 2, 3) {}
+  explicit BatchNorm1dImpl(int64_t num_features) : BatchNorm1dImpl(BatchNormOptions(num_features)) {}
+};
+KILN_MODULE(BatchNorm1d);
+
+class BatchNorm2dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormImplBase(options, "BatchNorm2d", 4, 4) {}
+  explicit BatchNorm2dImpl(int64_t num_features) : BatchNorm2dImpl(BatchNormOptions(num_features)) {}
+};
+KILN_MODULE(BatchNorm2d);
+
 // A lookup table [num_embeddings, embedding_dim], initialized from N(0, 1).
 class EmbeddingImpl : public Module {
  public:
