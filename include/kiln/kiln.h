@@ -1,6 +1,7 @@
 // kiln: lazy, fused tensors with reverse-mode autograd. The public API, namespace kiln.
 #pragma once
 #include "frontend/autograd.h"
+#include "frontend/data/data.h"
 #include "frontend/losses.h"
 #include "frontend/nn/nn.h"
 #include "frontend/ops.h"
