@@ -155,3 +155,47 @@ TEST(OptimErrors, BadOptionsAndParameters) {
   expect_error([&] { optim::Adam({w, w}); }, {"more than one parameter group"});
   expect_error([&] { optim::Adam({kiln::ones({2}, kiln::kLong)}); }, {"floating point"});
 }
+
+TEST(OptimSchedulers, CosineAnnealingLRFollowsTheClosedFormAndCompilesNothing) {
+  // Two groups with different base learning rates; the cosine runs past T_max and climbs back.
+  struct HalideBackend {  // kernel counts are what this checks: the interpreter compiles nothing
+    HalideBackend() : saved(kiln::config().backend) { kiln::config().backend = "halide"; }
+    ~HalideBackend() { kiln::config().backend = saved; }
+    std::string saved;
+  } halide;
+  Tensor a = start().requires_grad_(true), b = kiln::ones({3}, kiln::requires_grad());
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{a}, std::make_unique<optim::AdamOptions>(0.1));
+  groups.emplace_back(std::vector<Tensor>{b}, std::make_unique<optim::AdamOptions>(0.02));
+  optim::Adam opt(groups, optim::AdamOptions(1e-3));
+  const double eta_min = 0.001, pi = std::acos(-1.0);
+  const unsigned T_max = 10;
+  optim::CosineAnnealingLR scheduler(opt, T_max, eta_min);
+  auto train_step = [&] {
+    opt.zero_grad();
+    (loss_of(a) + (b * b).sum()).backward();
+    opt.step();
+    kiln::sync();
+  };
+  for (int t = 0; t < 25; ++t) {
+    // After t calls of step(): eta_min + (base - eta_min) * (1 + cos(pi t / T_max)) / 2.
+    for (int g = 0; g < 2; ++g) {
+      const double base = g == 0 ? 0.1 : 0.02;
+      EXPECT_NEAR(opt.param_groups()[g].options().get_lr(),
+                  eta_min + (base - eta_min) * (1 + std::cos(pi * t / T_max)) / 2, 1e-15)
+          << "group " << g << " after " << t << " steps";
+    }
+    if (t < 3) train_step();  // builds the step's kernels (the first three steps differ in structure)
+    scheduler.step();
+  }
+  // A new learning rate is a kernel argument: more steps with it build no kernels.
+  kiln::sync();
+  kiln::reset_stats();
+  for (int s = 0; s < 3; ++s) {
+    scheduler.step();
+    train_step();
+  }
+  EXPECT_EQ(kiln::stats().kernels_compiled + kiln::stats().kernels_loaded, 0);
+  EXPECT_GT(kiln::stats().kernel_launches, 0);
+  expect_error([&] { optim::CosineAnnealingLR(opt, 0); }, {"CosineAnnealingLR", "T_max"});
+}

@@ -1,4 +1,4 @@
-// Everything in kiln::nn: modules, containers, functional, init.
+// Everything in kiln::nn: modules, containers, functional, init; and saving and loading weights.
 #pragma once
 #include "frontend/nn/container.h"
 #include "frontend/nn/functional.h"
@@ -6,4 +6,5 @@
 #include "frontend/nn/module.h"
 #include "frontend/nn/modules.h"
 #include "frontend/nn/options.h"
+#include "frontend/nn/serialize.h"
 #include "frontend/nn/utils.h"

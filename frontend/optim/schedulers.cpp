@@ -1,5 +1,7 @@
-// LRScheduler and StepLR.
+// LRScheduler, StepLR and CosineAnnealingLR.
 #include "frontend/optim/schedulers.h"
+
+#include <cmath>
 
 namespace kiln::optim {
 
@@ -27,6 +29,19 @@ std::vector<double> StepLR::get_lrs() {
   std::vector<double> lrs = get_current_lrs();
   if (step_count_ != 0 && step_count_ % step_size_ == 0)
     for (auto& lr : lrs) lr *= gamma_;
+  return lrs;
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, const unsigned T_max, const double eta_min)
+    : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min), base_lrs_(get_current_lrs()) {
+  KILN_CHECK(T_max > 0, "CosineAnnealingLR: T_max must be positive");
+}
+
+std::vector<double> CosineAnnealingLR::get_lrs() {
+  // step() counts after asking, so this is the t the coming step() reaches.
+  const double t = double(step_count_ + 1), pi = std::acos(-1.0);
+  std::vector<double> lrs = base_lrs_;
+  for (auto& lr : lrs) lr = eta_min_ + (lr - eta_min_) * (1 + std::cos(pi * t / T_max_)) / 2;
   return lrs;
 }
 

@@ -1,5 +1,5 @@
-// Learning-rate schedulers, as libtorch 1.13's torch::optim::LRScheduler and StepLR: each step()
-// sets the learning rate of every param group of the optimizer.
+// Learning-rate schedulers, as libtorch 1.13's torch::optim::LRScheduler and StepLR, and PyTorch's
+// CosineAnnealingLR: each step() sets the learning rate of every param group of the optimizer.
 #pragma once
 #include <vector>
 
@@ -32,6 +32,21 @@ class StepLR : public LRScheduler {
   std::vector<double> get_lrs() override;
   const unsigned step_size_;
   const double gamma_;
+};
+
+// Anneals every learning rate from its value at construction (base_lr) to eta_min along a cosine:
+// after t calls of step(), lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2,
+// PyTorch's closed form (libtorch 1.13 has no C++ CosineAnnealingLR). As in PyTorch, t counts
+// from the first step() (unlike StepLR above), and past T_max the cosine climbs back.
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, const unsigned T_max, const double eta_min = 0);
+
+ private:
+  std::vector<double> get_lrs() override;
+  const unsigned T_max_;
+  const double eta_min_;
+  const std::vector<double> base_lrs_;
 };
 
 }  // namespace kiln::optim

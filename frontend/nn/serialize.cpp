@@ -1,0 +1,316 @@
+// state_dict, load_state_dict and the safetensors reader and writer (nlohmann-json for the header).
+#include "frontend/nn/serialize.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "frontend/autograd.h"
+#include "frontend/ops.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian data");
+
+namespace kiln {
+
+using Json = nlohmann::ordered_json;  // keeps the header's order, and writes ours in ours
+
+// --- state_dict and load_state_dict ---
+
+namespace {
+
+// Each module's own parameters, then its own buffers, then its children's, as PyTorch orders them.
+void collect(const nn::Module& module, const std::string& prefix, bool detach, StateDict& out) {
+  auto add = [&](const StateDict& own) {
+    for (const auto& item : own)
+      out.insert(prefix + item.key(), detach ? item.value().detach() : item.value());
+  };
+  add(module.named_parameters(/*recurse=*/false));
+  add(module.named_buffers(/*recurse=*/false));
+  for (const auto& child : module.named_children()) collect(*child.value(), prefix + child.key() + ".", detach, out);
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "\"" : ", \"") + name + "\"";
+  return out;
+}
+
+}  // namespace
+
+StateDict state_dict(const nn::Module& module) {
+  StateDict out("Tensor");
+  collect(module, "", /*detach=*/true, out);
+  return out;
+}
+
+void load_state_dict(nn::Module& module, const StateDict& state, bool strict) {
+  StateDict own("Tensor");
+  collect(module, "", /*detach=*/false, own);
+
+  // Check everything first, so that a failed load leaves the module as it was.
+  std::vector<std::string> missing, unexpected, mismatches;
+  for (const auto& item : own) {
+    const Tensor* src = state.find(item.key());
+    if (!src) {
+      missing.push_back(item.key());
+      continue;
+    }
+    const Tensor& dst = item.value();
+    KILN_CHECK(src->defined(), "load_state_dict: the tensor for \"", item.key(), "\" is undefined");
+    if (src->sizes() != dst.sizes())
+      mismatches.push_back(detail::concat("size mismatch for ", item.key(), ": copying a param with shape ",
+                                          src->sizes().vec(), " from checkpoint, the shape in current model is ",
+                                          dst.sizes().vec()));
+    else if (src->dtype() != dst.dtype() && !(src->is_floating_point() && dst.is_floating_point()))
+      mismatches.push_back(detail::concat("dtype mismatch for ", item.key(), ": the checkpoint has ", src->dtype(),
+                                          ", the current model ", dst.dtype()));
+  }
+  for (const auto& item : state)
+    if (!own.contains(item.key())) unexpected.push_back(item.key());
+
+  std::string errors;
+  if (strict && !missing.empty()) errors += "\n\tMissing key(s) in state_dict: " + quoted_list(missing) + ".";
+  if (strict && !unexpected.empty()) errors += "\n\tUnexpected key(s) in state_dict: " + quoted_list(unexpected) + ".";
+  for (const auto& m : mismatches) errors += "\n\t" + m + ".";
+  KILN_CHECK(errors.empty(), "load_state_dict: Error(s) in loading state_dict for ", module.name(), ":", errors);
+
+  autograd::NoGradGuard no_grad;
+  for (auto& item : own)
+    if (const Tensor* src = state.find(item.key())) item.value().copy_(*src);
+}
+
+// --- the safetensors format ---
+
+namespace {
+
+// safetensors' dtype names, and their rank in its Dtype enum (the writer's order: descending).
+struct DtypeInfo {
+  const char* name;
+  int rank;
+};
+DtypeInfo dtype_info(ScalarType t) {
+  switch (t) {
+    case kBool: return {"BOOL", 0};
+    case kFloat: return {"F32", 11};
+    case kDouble: return {"F64", 12};
+    case kLong: return {"I64", 13};
+  }
+  return {"?", -1};
+}
+
+// How a stored dtype loads: the element size on disk and the kiln dtype it becomes.
+struct StoredDtype {
+  const char* name;
+  size_t size;
+  ScalarType loads_as;
+};
+constexpr StoredDtype kStoredDtypes[] = {
+    {"F32", 4, kFloat}, {"F64", 8, kDouble}, {"I64", 8, kLong}, {"BOOL", 1, kBool}, {"F16", 2, kFloat},
+    {"BF16", 2, kFloat}, {"I32", 4, kLong}, {"I16", 2, kLong},  {"I8", 1, kLong},   {"U8", 1, kLong},
+};
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float f;
+  if (exp == 0) {  // zero or subnormal
+    f = std::ldexp(float(mant), -24);
+    return sign ? -f : f;
+  }
+  const uint32_t bits = sign | (exp == 31 ? 0x7f800000u | (mant << 13) : ((exp + 112) << 23) | (mant << 13));
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename From, typename To>
+std::vector<To> widen(const std::vector<char>& bytes, To (*convert)(From)) {
+  std::vector<To> out(bytes.size() / sizeof(From));
+  for (size_t i = 0; i < out.size(); ++i) {
+    From v;
+    std::memcpy(&v, bytes.data() + i * sizeof(From), sizeof(From));
+    out[i] = convert(v);
+  }
+  return out;
+}
+
+// A tensor of `stored`'s kiln dtype from its bytes on disk.
+Tensor tensor_from_bytes(std::vector<char>& bytes, const StoredDtype& stored, const std::vector<int64_t>& shape) {
+  const std::string name = stored.name;
+  auto make = [&](void* data, ScalarType t) { return from_blob(data, shape, TensorOptions(t)); };
+  if (name == "F16")
+    return make(widen<uint16_t, float>(bytes, [](uint16_t h) { return half_to_float(h); }).data(), kFloat);
+  if (name == "BF16") {
+    auto v = widen<uint16_t, float>(bytes, [](uint16_t h) {
+      const uint32_t bits = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    });
+    return make(v.data(), kFloat);
+  }
+  if (name == "I32") return make(widen<int32_t, int64_t>(bytes, [](int32_t x) { return int64_t(x); }).data(), kLong);
+  if (name == "I16") return make(widen<int16_t, int64_t>(bytes, [](int16_t x) { return int64_t(x); }).data(), kLong);
+  if (name == "I8") return make(widen<int8_t, int64_t>(bytes, [](int8_t x) { return int64_t(x); }).data(), kLong);
+  if (name == "U8") return make(widen<uint8_t, int64_t>(bytes, [](uint8_t x) { return int64_t(x); }).data(), kLong);
+  if (name == "BOOL")
+    for (auto& b : bytes) b = b != 0;  // kiln's bools are 0 or 1
+  return make(bytes.data(), stored.loads_as);
+}
+
+// Writes all of `size` bytes, or says why not.
+void write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    KILN_CHECK(n > 0, "save_safetensors: writing '", path, "' failed: ", std::strerror(errno));
+    p += n;
+    size -= size_t(n);
+  }
+}
+
+}  // namespace
+
+void save_safetensors(const StateDict& tensors, const std::string& path, const SafetensorsMetadata& metadata) {
+  // The safetensors library's layout: descending dtype alignment, then name; no gaps.
+  std::vector<std::pair<std::string, Tensor>> items;
+  for (const auto& item : tensors) {
+    KILN_CHECK(item.value().defined(), "save_safetensors: '", path, "': the tensor \"", item.key(), "\" is undefined");
+    KILN_CHECK(item.key() != "__metadata__", "save_safetensors: '", path, "': \"__metadata__\" is not a tensor name");
+    items.emplace_back(item.key(), item.value().detach().contiguous());
+  }
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+    const int ra = dtype_info(a.second.dtype()).rank, rb = dtype_info(b.second.dtype()).rank;
+    return ra != rb ? ra > rb : a.first < b.first;
+  });
+
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : items) {
+    const uint64_t bytes = uint64_t(t.numel()) * element_size(t.dtype());
+    header[name] = {{"dtype", dtype_info(t.dtype()).name}, {"shape", t.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  const uint64_t n = text.size();
+
+  // Write beside the target, then rename over it: readers see the old file or the new one.
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  KILN_CHECK(fd >= 0, "save_safetensors: cannot create '", tmp, "': ", std::strerror(errno));
+  try {
+    write_all(fd, &n, 8, path);
+    write_all(fd, text.data(), text.size(), path);
+    for (const auto& [name, t] : items)
+      if (t.numel() > 0) write_all(fd, t.data_ptr(), size_t(t.numel()) * element_size(t.dtype()), path);
+    KILN_CHECK(::fsync(fd) == 0, "save_safetensors: writing '", path, "' failed: ", std::strerror(errno));
+    KILN_CHECK(::close(fd) == 0, "save_safetensors: writing '", path, "' failed: ", std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    KILN_CHECK(false, "save_safetensors: cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
+  }
+}
+
+StateDict load_safetensors(const std::string& path, SafetensorsMetadata* metadata) {
+  const std::string where = "load_safetensors: '" + path + "': ";
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  KILN_CHECK(in, where, "cannot open the file: ", std::strerror(errno));
+  const std::streamoff end = in.tellg();
+  KILN_CHECK(end >= 0, where, "cannot read the file");
+  const uint64_t file_size = uint64_t(end);
+  KILN_CHECK(file_size >= 8, where, "the file has ", file_size, " bytes, too few for a safetensors header");
+
+  // The header: its length, then JSON.
+  uint64_t n = 0;
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(&n), 8);
+  KILN_CHECK(in, where, "cannot read the header length");
+  KILN_CHECK(n <= file_size - 8, where, "the header length ", n, " is larger than the file (", file_size,
+             " bytes): not a safetensors file, or a truncated one");
+  std::string text(n, '\0');
+  in.read(text.data(), std::streamsize(n));
+  KILN_CHECK(in, where, "cannot read the ", n, "-byte header");
+  Json header;
+  try {
+    header = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw Error(where + "the header is not valid JSON (" + e.what() + ")");
+  }
+  KILN_CHECK(header.is_object(), where, "the header is not a JSON object");
+
+  const uint64_t buffer_begin = 8 + n, buffer_size = file_size - buffer_begin;
+  StateDict out("Tensor");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      KILN_CHECK(entry.is_object(), where, "\"__metadata__\" is not an object");
+      for (const auto& [key, value] : entry.items()) {
+        KILN_CHECK(value.is_string(), where, "the metadata value of \"", key, "\" is not a string");
+        if (metadata) (*metadata)[key] = value.get<std::string>();
+      }
+      continue;
+    }
+    const std::string what = where + "tensor \"" + name + "\": ";
+    KILN_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") &&
+                   entry.contains("data_offsets"),
+               what, "expected an object with \"dtype\", \"shape\" and \"data_offsets\", got ", entry.dump());
+    const Json &dtype = entry["dtype"], &shape_json = entry["shape"], &offsets = entry["data_offsets"];
+
+    KILN_CHECK(dtype.is_string(), what, "\"dtype\" is not a string");
+    const StoredDtype* stored = nullptr;
+    for (const auto& d : kStoredDtypes)
+      if (dtype.get<std::string>() == d.name) stored = &d;
+    KILN_CHECK(stored, what, "unsupported dtype ", dtype.dump(),
+               " (kiln reads F32, F64, I64, BOOL, and F16, BF16, I32, I16, I8, U8 widened)");
+
+    // Elements and bytes, refusing sizes that overflow.
+    KILN_CHECK(shape_json.is_array(), what, "\"shape\" is not an array");
+    std::vector<int64_t> shape;
+    uint64_t bytes = stored->size;
+    bool overflow = false;
+    for (const auto& d : shape_json) {
+      KILN_CHECK(d.is_number_unsigned(), what, "\"shape\" ", shape_json.dump(), " holds ", d.dump(),
+                 ", not a size");
+      const uint64_t size = d.get<uint64_t>();
+      overflow |= size > uint64_t(INT64_MAX) || __builtin_mul_overflow(bytes, size, &bytes);
+      shape.push_back(int64_t(size));
+    }
+    KILN_CHECK(!overflow, what, "the shape ", shape_json.dump(), " is too large");
+
+    KILN_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+                   offsets[1].is_number_unsigned(),
+               what, "\"data_offsets\" is not a pair of offsets: ", offsets.dump());
+    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    KILN_CHECK(begin <= end && end <= buffer_size, what, "data_offsets [", begin, ", ", end,
+               "] lie outside the data (", buffer_size, " bytes): the file is truncated or corrupt");
+    KILN_CHECK(end - begin == bytes, what, "data_offsets [", begin, ", ", end, "] hold ", end - begin,
+               " bytes, but dtype ", stored->name, " and shape ", shape, " need ", bytes);
+
+    std::vector<char> data(bytes);
+    in.seekg(std::streamoff(buffer_begin + begin));
+    in.read(data.data(), std::streamsize(bytes));
+    KILN_CHECK(in, what, "cannot read its ", bytes, " bytes");
+    out.insert(name, tensor_from_bytes(data, *stored, shape));
+  }
+  return out;
+}
+
+}  // namespace kiln

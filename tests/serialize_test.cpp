@@ -1,0 +1,336 @@
+// Saving and loading weights as safetensors: round trips through a file, PyTorch's names, files
+// written byte for byte as the safetensors library writes them (and read from such bytes), strict
+// key checks, malformed files, and an optimizer that keeps working after a load.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <kiln/torch.h>
+
+#include "nn_test_util.h"
+
+namespace nn = kiln::nn;
+namespace fs = std::filesystem;
+using kiln::Tensor;
+using nn_test::expect_error;
+using nn_test::expect_values;
+
+namespace {
+
+// A fresh folder per test, removed at the end.
+struct TempDir {
+  TempDir() {
+    static int count = 0;
+    path = fs::temp_directory_path() / ("kiln_serialize_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  fs::path path;
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+// A safetensors file: the header length (little-endian), the header padded to 8 bytes, the data.
+std::string safetensors_bytes(std::string header, const std::string& data) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = char((n >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+template <typename T>
+std::string raw(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// The bytes of a tensor, for bit-for-bit comparisons.
+std::string bits(const Tensor& t) {
+  Tensor c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * kiln::element_size(c.dtype()));
+}
+
+nn::Sequential make_mlp(uint64_t seed) {
+  kiln::manual_seed(seed);
+  nn::LayerNorm norm(nn::LayerNormOptions({8}));
+  {
+    kiln::NoGradGuard no_grad;  // LayerNorm starts at ones and zeros: give it values to carry
+    norm->weight.copy_(kiln::randn({8}));
+    norm->bias.copy_(kiln::randn({8}));
+  }
+  return nn::Sequential(nn::Linear(4, 8), norm, nn::Linear(8, 3));
+}
+
+// A module with a parameter of its own, nested children and buffers of three dtypes.
+struct NormLikeImpl : nn::Module {
+  NormLikeImpl() {
+    weight = register_parameter("weight", kiln::randn({3}));
+    running_mean = register_buffer("running_mean", kiln::randn({3}));
+    num_batches_tracked = register_buffer("num_batches_tracked", kiln::tensor(int64_t(7)));
+    mask = register_buffer("mask", kiln::tensor({true, false, true}));
+  }
+  Tensor weight, running_mean, num_batches_tracked, mask;
+};
+KILN_MODULE(NormLike);
+
+struct NetImpl : nn::Module {
+  NetImpl() {
+    fc1 = register_module("fc1", nn::Linear(3, 4));
+    block = register_module("block", nn::Sequential(nn::Linear(4, 4), nn::ReLU(), nn::Linear(4, 3)));
+    bn = register_module("bn", NormLike());
+    scale = register_parameter("scale", kiln::randn({1}));
+  }
+  nn::Linear fc1{nullptr};
+  nn::Sequential block{nullptr};
+  NormLike bn{nullptr};
+  Tensor scale;
+};
+KILN_MODULE(Net);
+
+}  // namespace
+
+TEST(Serialize, RoundTripIsBitIdentical) {
+  TempDir dir;
+  const std::string path = dir.file("mlp.safetensors");
+  nn::Sequential saved = make_mlp(1);
+  kiln::save(saved, path);
+
+  nn::Sequential loaded = make_mlp(2);
+  const auto before = kiln::state_dict(*loaded);
+  EXPECT_NE(bits(before["0.weight"]), bits(kiln::state_dict(*saved)["0.weight"]));
+  kiln::load(loaded, path);
+
+  const auto want = kiln::state_dict(*saved), got = kiln::state_dict(*loaded);
+  EXPECT_EQ(got.keys(), (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bias"}));
+  for (const auto& item : want) {
+    ASSERT_TRUE(got.contains(item.key())) << item.key();
+    EXPECT_EQ(got[item.key()].sizes(), item.value().sizes()) << item.key();
+    EXPECT_EQ(bits(got[item.key()]), bits(item.value())) << item.key();
+  }
+  Tensor x = kiln::randn({5, 4});
+  EXPECT_EQ(bits(loaded->forward(x)), bits(saved->forward(x)));
+
+  // The file says where it came from, and nothing is left beside it.
+  kiln::SafetensorsMetadata metadata;
+  kiln::load_safetensors(path, &metadata);
+  EXPECT_EQ(metadata, (kiln::SafetensorsMetadata{{"format", "pt"}}));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()), 1);
+}
+
+TEST(Serialize, NestedNamesAndBuffersAsPyTorchNamesThem) {
+  TempDir dir;
+  const std::string path = dir.file("net.safetensors");
+  kiln::manual_seed(3);
+  Net saved;
+  const auto state = kiln::state_dict(*saved);
+  // Each module's own parameters, then its buffers, then its children's, as PyTorch's state_dict().
+  EXPECT_EQ(state.keys(), (std::vector<std::string>{"scale", "fc1.weight", "fc1.bias", "block.0.weight",
+                                                     "block.0.bias", "block.2.weight", "block.2.bias", "bn.weight",
+                                                     "bn.running_mean", "bn.num_batches_tracked", "bn.mask"}));
+  EXPECT_FALSE(state["fc1.weight"].requires_grad());  // detached, as PyTorch's state_dict()
+  torch::save(saved, path);  // the libtorch spelling, through <kiln/torch.h>
+
+  kiln::manual_seed(4);
+  auto loaded = std::make_shared<NetImpl>();  // a shared_ptr works as well as the holder
+  {
+    kiln::NoGradGuard no_grad;
+    loaded->bn->num_batches_tracked.fill_(0);
+    loaded->bn->mask.fill_(false);
+  }
+  torch::load(loaded, path);
+  const auto got = kiln::state_dict(*loaded);
+  for (const auto& item : state) {
+    EXPECT_EQ(got[item.key()].dtype(), item.value().dtype()) << item.key();
+    EXPECT_EQ(bits(got[item.key()]), bits(item.value())) << item.key();
+  }
+  EXPECT_EQ(loaded->bn->num_batches_tracked.item<int64_t>(), 7);
+  EXPECT_EQ(loaded->bn->mask.to_vector<bool>(), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(loaded->bn->num_batches_tracked.dim(), 0);
+}
+
+// The safetensors library's own unit tests pin these bytes (serialize, in safetensors/src/tensor.rs):
+// kiln must write them exactly and read them back.
+TEST(Serialize, WritesAndReadsTheBytesSafetensorsWrites) {
+  TempDir dir;
+  const std::string header = R"({"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}})";
+  const std::string expected = safetensors_bytes(header, raw<float>({0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(expected.substr(0, 8), std::string("\x48\0\0\0\0\0\0\0", 8));  // 72: padded with 7 spaces
+
+  kiln::StateDict tensors;
+  tensors.insert("attn0", kiln::arange(6, kiln::kFloat).reshape({1, 1, 2, 3}));
+  kiln::save_safetensors(tensors, dir.file("written.safetensors"));
+  EXPECT_EQ(read_bytes(dir.file("written.safetensors")), expected);
+
+  write_bytes(dir.file("theirs.safetensors"), expected);
+  auto loaded = kiln::load_safetensors(dir.file("theirs.safetensors"));
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded["attn0"].sizes().vec(), (std::vector<int64_t>{1, 1, 2, 3}));
+  EXPECT_EQ(loaded["attn0"].dtype(), kiln::kFloat);
+  expect_values(loaded["attn0"], {0, 1, 2, 3, 4, 5}, 0, 0);
+
+  // No tensors, and metadata: the library's test_empty.
+  kiln::save_safetensors(kiln::StateDict(), dir.file("empty.safetensors"), {{"framework", "pt"}});
+  EXPECT_EQ(read_bytes(dir.file("empty.safetensors")), safetensors_bytes(R"({"__metadata__":{"framework":"pt"}})", ""));
+
+  // Mixed dtypes: descending dtype alignment (I64, F64, F32, BOOL), then name; no gaps.
+  kiln::StateDict mixed;
+  mixed.insert("b", kiln::tensor({true, false}));
+  mixed.insert("f", kiln::tensor({1.5f}));
+  mixed.insert("a", kiln::tensor({2.5f}));
+  mixed.insert("d", kiln::tensor({0.25}, kiln::kDouble));
+  mixed.insert("i", kiln::tensor({int64_t(-3)}));
+  kiln::save_safetensors(mixed, dir.file("mixed.safetensors"));
+  EXPECT_EQ(read_bytes(dir.file("mixed.safetensors")),
+            safetensors_bytes(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
+                              R"("d":{"dtype":"F64","shape":[1],"data_offsets":[8,16]},)"
+                              R"("a":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+                              R"("f":{"dtype":"F32","shape":[1],"data_offsets":[20,24]},)"
+                              R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[24,26]}})",
+                              raw<int64_t>({-3}) + raw<double>({0.25}) + raw<float>({2.5f, 1.5f}) + std::string("\1\0", 2)));
+}
+
+// What `safetensors.torch.save_file(torch.nn.Linear(3, 2).state_dict(), ...)` writes, built here
+// by hand: kiln loads it into its own Linear.
+TEST(Serialize, LoadsAPyTorchLinear) {
+  TempDir dir;
+  const std::string path = dir.file("linear.safetensors");
+  write_bytes(path, safetensors_bytes(R"({"__metadata__":{"format":"pt"},)"
+                                      R"("bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                      R"("weight":{"dtype":"F32","shape":[2,3],"data_offsets":[8,32]}})",
+                                      raw<float>({0.5f, -1}) + raw<float>({1, 2, 3, 4, 5, 6})));
+  nn::Linear linear(3, 2);
+  kiln::load(linear, path);
+  expect_values(linear->weight, {1, 2, 3, 4, 5, 6}, 0, 0);
+  expect_values(linear->bias, {0.5, -1}, 0, 0);
+  EXPECT_TRUE(linear->weight.requires_grad());
+  expect_values(linear(kiln::tensor({1.0f, 1.0f, 1.0f}).reshape({1, 3})), {6.5, 14});
+
+  // Half, bfloat16 and narrow integers widen to float32 and int64.
+  write_bytes(path, safetensors_bytes(R"({"h":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},)"
+                                      R"("bf":{"dtype":"BF16","shape":[2],"data_offsets":[6,10]},)"
+                                      R"("i":{"dtype":"I32","shape":[2],"data_offsets":[10,18]}})",
+                                      raw<uint16_t>({0x3c00, 0xc000, 0x3800}) + raw<uint16_t>({0x3f80, 0xc0a0}) +
+                                          raw<int32_t>({-7, 1 << 30})));
+  auto widened = kiln::load_safetensors(path);
+  EXPECT_EQ(widened["h"].dtype(), kiln::kFloat);
+  expect_values(widened["h"], {1, -2, 0.5}, 0, 0);
+  expect_values(widened["bf"], {1, -5}, 0, 0);
+  EXPECT_EQ(widened["i"].dtype(), kiln::kLong);
+  EXPECT_EQ(widened["i"].to_vector<int64_t>(), (std::vector<int64_t>{-7, 1 << 30}));
+}
+
+TEST(Serialize, LoadStateDictChecksKeysShapesAndDtypes) {
+  nn::Sequential net(nn::Linear(3, 2));
+  const std::string weight_bits = bits(net[0]->named_parameters()["weight"]);
+  auto full = [] {
+    kiln::StateDict s;
+    s.insert("0.weight", kiln::ones({2, 3}));
+    s.insert("0.bias", kiln::zeros({2}));
+    return s;
+  };
+
+  auto missing = full();
+  missing.erase("0.bias");
+  expect_error([&] { kiln::load_state_dict(*net, missing); }, {"Missing key(s)", "\"0.bias\""});
+  auto unexpected = full();
+  unexpected.insert("0.extra", kiln::ones({1}));
+  expect_error([&] { kiln::load_state_dict(*net, unexpected); }, {"Unexpected key(s)", "\"0.extra\""});
+  auto wrong_shape = full();
+  wrong_shape["0.weight"] = kiln::ones({3, 2});
+  expect_error([&] { kiln::load_state_dict(*net, wrong_shape, /*strict=*/false); },
+               {"size mismatch for 0.weight", "[3, 2]", "[2, 3]"});
+  auto wrong_dtype = full();
+  wrong_dtype["0.bias"] = kiln::zeros({2}, kiln::kLong);
+  expect_error([&] { kiln::load_state_dict(*net, wrong_dtype); }, {"dtype mismatch for 0.bias", "int64"});
+  EXPECT_EQ(bits(net[0]->named_parameters()["weight"]), weight_bits);  // a failed load changes nothing
+
+  // Not strict: what matches is copied, the rest ignored.
+  kiln::load_state_dict(*net, missing, /*strict=*/false);
+  expect_values(net[0]->named_parameters()["weight"], {1, 1, 1, 1, 1, 1});
+  // Float64 values convert to the module's float32.
+  auto doubles = full();
+  doubles["0.weight"] = kiln::full({2, 3}, 0.1, kiln::kDouble);
+  kiln::load_state_dict(*net, doubles);
+  EXPECT_EQ(net[0]->named_parameters()["weight"].dtype(), kiln::kFloat);
+  EXPECT_EQ(net[0]->named_parameters()["weight"].to_vector<float>(), std::vector<float>(6, 0.1f));
+}
+
+TEST(Serialize, MalformedFilesNameThePath) {
+  TempDir dir;
+  nn::Linear linear(3, 2);
+  const std::string missing = dir.file("missing.safetensors");
+  expect_error([&] { kiln::load(linear, missing); }, {"load_safetensors", missing, "cannot open"});
+
+  const std::string good = dir.file("good.safetensors");
+  kiln::save(linear, good);
+  const std::string bytes = read_bytes(good);
+
+  const std::string truncated = dir.file("truncated.safetensors");
+  write_bytes(truncated, bytes.substr(0, bytes.size() - 4));
+  expect_error([&] { kiln::load(linear, truncated); }, {truncated, "outside the data", "truncated"});
+  write_bytes(truncated, bytes.substr(0, 5));
+  expect_error([&] { kiln::load(linear, truncated); }, {truncated, "too few"});
+  write_bytes(truncated, bytes.substr(0, 20));
+  expect_error([&] { kiln::load(linear, truncated); }, {truncated, "larger than the file"});
+
+  const std::string huge = dir.file("huge.safetensors");
+  write_bytes(huge, std::string("\0\0\0\0\0\0\0\x7f", 8) + "{}      ");
+  expect_error([&] { kiln::load_safetensors(huge); }, {huge, "header length", "larger than the file"});
+
+  const std::string bad_json = dir.file("bad_json.safetensors");
+  write_bytes(bad_json, safetensors_bytes(R"({"w": {"dtype": "F32", )", ""));
+  expect_error([&] { kiln::load_safetensors(bad_json); }, {bad_json, "not valid JSON"});
+  write_bytes(bad_json, safetensors_bytes("[1, 2]", ""));
+  expect_error([&] { kiln::load_safetensors(bad_json); }, {bad_json, "not a JSON object"});
+
+  const std::string bad = dir.file("bad.safetensors");
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}})", raw<float>({1, 2, 3, 4})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "\"w\"", "16 bytes", "need 24"});
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", raw<float>({1, 2})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "unsupported dtype", "C64"});
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", raw<float>({1})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "not a size"});
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+                                     raw<double>({1})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "too large"});
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1]}})", raw<float>({1})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "data_offsets"});
+
+  // Saving somewhere that cannot be written says where.
+  const std::string nowhere = dir.file("no/such/folder/x.safetensors");
+  expect_error([&] { kiln::save(linear, nowhere); }, {"save_safetensors", nowhere});
+}
+
+TEST(Serialize, AdamKeepsWorkingAfterLoad) {
+  TempDir dir;
+  const std::string path = dir.file("mlp.safetensors");
+  nn::Sequential source = make_mlp(5);
+  kiln::save(source, path);
+
+  nn::Sequential net = make_mlp(6);
+  kiln::optim::Adam adam(net->parameters(), kiln::optim::AdamOptions(1e-2));
+  Tensor x = kiln::randn({16, 4});
+  auto step = [&] {
+    adam.zero_grad();
+    net->forward(x).square().mean().backward();
+    adam.step();
+  };
+  step();  // Adam now has state for every parameter
+  kiln::load(net, path);
+  const auto params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    ASSERT_TRUE(adam.parameters()[i].is_same(params[i]));  // the same tensors, loaded in place
+    EXPECT_EQ(bits(params[i]), bits(source->parameters()[i]));
+  }
+  step();
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_NE(bits(params[i]), bits(source->parameters()[i])) << "parameter " << i << " did not move";
+    for (float v : params[i].to_vector<float>()) ASSERT_TRUE(std::isfinite(v));
+  }
+}
