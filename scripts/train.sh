@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds kiln and runs the main job: a training run (see README).
+# Builds kiln and runs the main job: `kiln train` on Fashion-MNIST from Debian's
+# dataset-fashion-mnist (see README). Arguments go to `kiln train` (e.g. --model cnn --epochs 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PERF=OFF
-cmake --build build -j"$(nproc)" --target train_mlp
-./build/examples/train_mlp "$@"
+bash scripts/deps.sh dataset-fashion-mnist
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_PERF=OFF -DKILN_BUILD_EXAMPLES=OFF
+cmake --build build -j"$(nproc)" --target kiln_cli
+./build/cli/kiln train "$@"

@@ -19,14 +19,13 @@
 #include "runtime/disk_cache.h"
 #include "runtime/log.h"
 #include "runtime/stats.h"
+#include "runtime/version.h"
 
 namespace kiln::codegen {
 namespace {
 
 using fusion::Kernel;
 using KernelFn = int (*)(void**);
-
-constexpr const char* kVersion = "kiln-0.1.0";
 
 halide_type_t storage_type(ScalarType t) {
   switch (t) {
@@ -243,7 +242,7 @@ class HalideBackend final : public Backend {
   }
 
   const DiskCache& cache() {
-    static const DiskCache c(std::string(kVersion) + "-" + halide::lowering_revision() + "-halide14-" +
+    static const DiskCache c("kiln-" + std::string(kVersion) + "-" + halide::lowering_revision() + "-halide14-" +
                              halide::target_name());
     return c;
   }

@@ -1,0 +1,72 @@
+// The kiln command: `kiln train` (Fashion-MNIST), `kiln info` (version, backends, cache) and
+// `kiln cache clear`. Argument errors are reported by CLI11 with exit status 105/106 (see --help).
+#include <dlfcn.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <kiln/kiln.h>
+
+#include "cli/train.h"
+#include "codegen/halide/lower.h"
+#include "runtime/disk_cache.h"
+#include "runtime/version.h"
+
+namespace {
+
+void print_info() {
+  std::printf("kiln %s\n", kiln::kVersion);
+  std::printf("backends:\n");
+  std::printf("  interp   reference interpreter (KILN_BACKEND=interp)\n");
+  std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::target_name().c_str());
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
+              cuda ? "found" : "not found");
+  if (cuda) dlclose(cuda);
+  std::printf("threads: %d\n", kiln::get_num_threads());
+  std::printf("cache: %s (%.1f MiB)\n", kiln::cache_root().c_str(), double(kiln::cache_size_bytes()) / (1 << 20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: lazy, fused, compiled training with libtorch's API"};
+  app.require_subcommand(1);
+
+  kiln::cli::TrainOptions train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST");
+  train_cmd->add_option("--model", train.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  train_cmd->add_option("--epochs", train.epochs, "Passes over the training set")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  train_cmd->add_option("--batch-size", train.batch_size, "Samples per step")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--lr", train.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--optimizer", train.optimizer, "adam, adamw, sgd (momentum 0.9) or rmsprop")
+      ->check(CLI::IsMember({"adam", "adamw", "sgd", "rmsprop"}))->capture_default_str();
+  train_cmd->add_option("--threads", train.threads, "Threads for kernels (0: KILN_NUM_THREADS or all cores)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  train_cmd->add_option("--save", train.save, "Write the trained weights to this safetensors file");
+  train_cmd->add_option("--seed", train.seed, "Seed for initialization and shuffling")->capture_default_str();
+  train_cmd->add_option("--data", train.data_dir,
+                        "Folder with the Fashion-MNIST IDX files (default: KILN_DATA_DIR or "
+                        "/usr/share/datasets/fashion-mnist)");
+
+  CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");
+  CLI::App* cache_cmd = app.add_subcommand("cache", "Manage the kernel cache");
+  cache_cmd->require_subcommand(1);
+  CLI::App* clear_cmd = cache_cmd->add_subcommand("clear", "Delete every cached kernel");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*train_cmd) return kiln::cli::train(train);
+    if (*info_cmd) print_info();
+    if (*clear_cmd) {
+      const double mib = double(kiln::cache_size_bytes()) / (1 << 20);
+      kiln::clear_cache();
+      std::printf("cleared %s (%.1f MiB)\n", kiln::cache_root().c_str(), mib);
+    }
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "kiln: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

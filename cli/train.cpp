@@ -1,0 +1,88 @@
+#include "cli/train.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/models.h"
+#include "cli/progress.h"
+
+namespace kiln::cli {
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name, std::vector<Tensor> params,
+                                                        double lr) {
+  if (name == "adam") return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr));
+  if (name == "adamw") return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr));
+  if (name == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr).momentum(0.9));
+  if (name == "rmsprop") return std::make_unique<torch::optim::RMSprop>(params, torch::optim::RMSpropOptions(lr));
+  throw Error("train: unknown optimizer '" + name + "' (adam, adamw, sgd or rmsprop)");
+}
+
+// Share of `images` the model classifies as `labels`, in batches of 1000 without autograd.
+double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor& labels) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  int64_t correct = 0;
+  const int64_t n = images.size(0), batch = 1000;
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t len = std::min(batch, n - first);
+    Tensor predicted = model->forward(images.narrow(0, first, len)).argmax(1);
+    correct += predicted.eq(labels.narrow(0, first, len)).sum().item<int64_t>();
+  }
+  model->train();
+  return double(correct) / double(n);
+}
+
+}  // namespace
+
+int train(const TrainOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  torch::manual_seed(o.seed);
+  const std::string dir = o.data_dir.empty() ? data::fashion_mnist_dir() : o.data_dir;
+  data::Dataset train_set = data::load_fashion_mnist(dir, /*train=*/true);
+  data::Dataset test_set = data::load_fashion_mnist(dir, /*train=*/false);
+  auto normalize = [](const Tensor& images) { return (images - fashion::kPixelMean) / fashion::kPixelStd; };
+  const Tensor train_images = normalize(train_set.images), test_images = normalize(test_set.images);
+
+  torch::nn::Sequential model = o.model == "cnn" ? fashion::make_cnn() : fashion::make_mlp();
+  auto optimizer = make_optimizer(o.optimizer, model->parameters(), o.lr);
+  data::DataLoader loader(train_images, train_set.labels, o.batch_size, /*shuffle=*/true, o.seed);
+  std::printf("kiln train: %s on Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, batch %lld\n",
+              o.model.c_str(), (long long)train_set.size(), (long long)test_set.size(), dir.c_str(),
+              o.optimizer.c_str(), o.lr, (long long)o.batch_size);
+  std::fflush(stdout);
+
+  double train_seconds = 0, test_accuracy = 0;
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), train_set.size());
+    double loss_sum = 0;
+    int64_t seen = 0;
+    for (const auto& batch : loader) {
+      optimizer->zero_grad();
+      Tensor loss = F::cross_entropy(model->forward(batch.data), batch.target);
+      loss.backward();
+      optimizer->step();
+      const int64_t n = batch.data.size(0);
+      loss_sum += loss.item<double>() * double(n);
+      seen += n;
+      bar.update(n, loss_sum / double(seen));
+    }
+    const double seconds = bar.finish();
+    train_seconds += seconds;
+    test_accuracy = accuracy(model, test_images, test_set.labels);
+    std::printf("epoch %d: loss %.4f test_accuracy %.4f seconds %.2f samples/s %.0f\n", epoch,
+                loss_sum / double(std::max<int64_t>(seen, 1)), test_accuracy, seconds, double(seen) / seconds);
+    std::fflush(stdout);
+  }
+  if (!o.save.empty()) {
+    torch::save(model, o.save);
+    std::printf("saved weights to %s\n", o.save.c_str());
+  }
+  std::printf("accuracy %.4f seconds_per_epoch %.2f\n", test_accuracy, o.epochs > 0 ? train_seconds / o.epochs : 0.0);
+  return 0;
+}
+
+}  // namespace kiln::cli
