@@ -58,6 +58,14 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
 
 namespace {
 
+// Whether t's content is a zero fill that has not run yet (optimizer.zero_grad() before a step).
+bool pending_zeros(const Tensor& t) {
+  const ir::Node* n = t.unsafeGetTensorImpl()->storage->node.get();
+  if (n->computed()) return false;
+  if (n->op == ir::Op::Copy && n->inputs.size() == 1) n = n->inputs[0].node.get();
+  return n->op == ir::Op::Const && n->scalar == 0 && !n->computed();
+}
+
 // Adds incoming gradients into a leaf's .grad.
 class AccumulateGrad final : public Node {
  public:
@@ -76,6 +84,8 @@ class AccumulateGrad final : public Node {
     Tensor incoming = GradMode::is_enabled() ? grads[0] : grads[0].detach();
     if (!g.defined()) {
       g = GradMode::is_enabled() || unshared ? incoming : incoming.clone();
+    } else if (!GradMode::is_enabled() && pending_zeros(g) && g.sizes() == incoming.sizes()) {
+      g.copy_(incoming);  // zero_grad() then backward: .grad takes the gradient's node, no kernel
     } else if (GradMode::is_enabled()) {
       g = g + incoming;
     } else {

@@ -26,6 +26,15 @@ Tensor unreduce(const Tensor& g, const Shape& in_shape, const std::vector<int64_
 
 Tensor transpose_last(const Tensor& t) { return t.transpose(-1, -2); }
 
+// Whether matmul input i is stored column-major (a transposed view, as linear's weight.t()): its
+// gradient is then computed transposed, so that it lands in the input's own layout and no
+// transposing copy follows (gradient accumulation, optimizer steps).
+bool column_major(const BackwardArgs& a, size_t i) {
+  const Shape& st = a.in_strides[i];
+  const Shape& sz = a.in_shapes[i];
+  return st.size() >= 2 && st[st.size() - 2] == 1 && st.back() != 1 && sz.back() > 1 && sz[sz.size() - 2] > 1;
+}
+
 struct Row {
   Op op;
   Derivative d;
@@ -102,8 +111,12 @@ const Row kRows[] = {
        return {mask * unreduce(a.grad, a.in_shapes[0], axes) / sum(mask, axes, true)};
      }}},
     {Op::Matmul, {"BmmBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
-       return {a.needs[0] ? a.grad.bmm(transpose_last(a.in[1])) : Tensor(),
-               a.needs[1] ? transpose_last(a.in[0]).bmm(a.grad) : Tensor()};
+       Tensor ga, gb;  // d/dA = G B^T, d/dB = A^T G, or their transposes' transposes
+       if (a.needs[0])
+         ga = column_major(a, 0) ? transpose_last(a.in[1].bmm(transpose_last(a.grad))) : a.grad.bmm(transpose_last(a.in[1]));
+       if (a.needs[1])
+         gb = column_major(a, 1) ? transpose_last(transpose_last(a.grad).bmm(a.in[0])) : transpose_last(a.in[0]).bmm(a.grad);
+       return {ga, gb};
      }, {0b10, 0b01}}},
     {Op::IndexSelect, {"IndexSelectBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
        Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
@@ -167,7 +180,7 @@ class OpBackward final : public autograd::Node {
     Tensor out = saved_output_.defined() ? saved_output_.unpack(self) : Tensor();
     std::vector<bool> needs(next_edges.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = next_edges[i].valid();
-    return d_->backward(BackwardArgs{grads[0], in, out, attrs_, in_shapes_, in_dtypes_, needs});
+    return d_->backward(BackwardArgs{grads[0], in, out, attrs_, in_shapes_, in_strides_, in_dtypes_, needs});
   }
 
   void release_variables() override {
@@ -183,6 +196,7 @@ class OpBackward final : public autograd::Node {
     for (size_t i = 0; i < inputs.size(); ++i) wanted |= inputs[i].requires_grad() ? 1u << i : 0u;
     for (size_t i = 0; i < inputs.size(); ++i) {
       in_shapes_.push_back(inputs[i].sizes().vec());
+      in_strides_.push_back(inputs[i].strides().vec());
       in_dtypes_.push_back(inputs[i].dtype());
       if ((d_->save_inputs & (1u << i)) && (d_->used_by[i] == 0 || (d_->used_by[i] & wanted)))
         saved_inputs_[i] = autograd::SavedTensor(inputs[i], false);
@@ -196,7 +210,7 @@ class OpBackward final : public autograd::Node {
   const Derivative* d_;
   const char* name_ = nullptr;  // the composite op's name, where one made this node (see named())
   Attrs attrs_;
-  std::vector<Shape> in_shapes_;
+  std::vector<Shape> in_shapes_, in_strides_;
   std::vector<ScalarType> in_dtypes_;
   std::vector<autograd::SavedTensor> saved_inputs_;
   autograd::SavedTensor saved_output_;

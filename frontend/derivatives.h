@@ -22,6 +22,7 @@ struct BackwardArgs {
   const Tensor& out;                  // saved output (undefined unless the row saves it)
   const Attrs& attrs;
   const std::vector<Shape>& in_shapes;
+  const std::vector<Shape>& in_strides;   // the inputs' layouts (a gradient may follow them)
   const std::vector<ScalarType>& in_dtypes;
   const std::vector<bool>& needs;     // which inputs want a gradient
 };

@@ -12,6 +12,10 @@ namespace kiln::fusion {
 
 // A read of a computed value (external to the kernel) at the kernel's domain coordinates:
 // element `offset + sum(coord_d * strides_d)` of the value's flat buffer.
+// How a stride enters a kernel's key: '0' (broadcast) and '1' (unit) and '2' (every other
+// element: pooling windows, strided slices) are compiled in, any other ('s') is an argument.
+inline char stride_class(int64_t s) { return s == 0 ? '0' : s == 1 ? '1' : s == 2 ? '2' : 's'; }
+
 struct Read {
   ir::Node* node;
   Shape strides;  // one per domain dimension, in elements
@@ -40,6 +44,15 @@ struct Kernel {
   Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
   std::vector<bool> reduced;      // Reduction: which domain dims are reduced
   ir::NodePtr library_node;       // Library: the node to run
+
+  // A reduction whose innermost reduced dim is shorter than half a vector (pooling windows): it is
+  // vectorized across the kept dims instead of along its rows.
+  bool narrow_rows() const { return kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8; }
+  // A pointwise kernel whose innermost dim is a few elements (a pooling window's width): that
+  // extent is compiled in, and the loops run it unrolled inside vectors along the next dim.
+  int64_t tiny_inner() const {
+    return kind == Kind::Pointwise && domain.size() >= 2 && domain.back() <= 4 ? domain.back() : 0;
+  }
 
   // The structure that determines the generated code: ops, dtypes, ranks, which strides are zero
   // or one. Sizes, other strides and constants are arguments, so they are not in the key.

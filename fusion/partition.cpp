@@ -338,9 +338,11 @@ std::string Kernel::key() const {
   const char* kinds[] = {"P", "R", "L"};
   os << kinds[int(kind)] << domain.size() << ":";
   for (bool r : reduced) os << (r ? 'r' : 'k');
+  if (narrow_rows()) os << 'n';
+  if (tiny_inner()) os << 'e' << tiny_inner();
   for (const auto& r : reads) {
     os << "|i" << dtype_name(r.node->dtype) << ":";
-    for (auto s : r.strides) os << (s == 0 ? '0' : s == 1 ? '1' : 's');
+    for (auto s : r.strides) os << stride_class(s);
   }
   for (const auto& kn : nodes) {
     os << "|" << ir::op_name(kn.node->op) << "." << dtype_name(kn.node->dtype) << "(";

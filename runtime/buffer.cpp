@@ -1,6 +1,7 @@
 #include "runtime/buffer.h"
 
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -40,8 +41,10 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes), capacity_(size_class(bytes)) {
   auto& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.free_blocks.find(capacity_);
-    if (it != c.free_blocks.end()) {
+    // The block freed last, still warm in cache: a training step reuses its buffers in turn.
+    auto [first, last] = c.free_blocks.equal_range(capacity_);
+    if (first != last) {
+      auto it = std::prev(last);
       data_ = it->second;
       c.free_blocks.erase(it);
       c.cached_bytes -= capacity_;

@@ -4,12 +4,12 @@
 //   2. int32 scalars: the domain extents, then per read its offset and its strides of class 's';
 //   3. one float64 scalar per Const node, in node order;
 //   4. the output buffers, in the kernel's output order (a reduction's: its kept dims).
-// A stride's class is '0' (broadcast: not passed), '1' (unit: not passed) or 's' (passed).
+// A stride's class (fusion/kernel.h) is '0', '1' or '2' (compiled in: not passed) or 's' (passed).
 #pragma once
-#include <cstdint>
+#include "fusion/kernel.h"
 
 namespace kiln::codegen::halide {
 
-inline char stride_class(int64_t s) { return s == 0 ? '0' : s == 1 ? '1' : 's'; }
+using fusion::stride_class;
 
 }  // namespace kiln::codegen::halide

@@ -186,6 +186,7 @@ struct Lowering {
     for (size_t d = 0; d < coords.size(); ++d) {
       const char c = stride_class(k.reads[r].strides[d]);
       if (c == '1') index = index + coords[d];
+      if (c == '2') index = index + coords[d] * 2;
       if (c == 's') index = index + coords[d] * strides[r].at(d);
     }
     return to_value(inputs[r](index), k.reads[r].node->dtype);
@@ -238,12 +239,28 @@ void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elem
   f.specialize(elements < kSerialBelow).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   if (vars.size() == 1) {
     Var outer("xo"), inner("xi");
-    f.split(vars[0], outer, inner, 1 << 14, TailStrategy::GuardWithIf)
+    // The kernel has at least kSerialBelow elements here, so shifting the last chunk and vector
+    // inwards stays in bounds; a guarded tail costs masked loads in every vector.
+    f.split(vars[0], outer, inner, 1 << 14, TailStrategy::ShiftInwards)
         .parallel(outer)
-        .vectorize(inner, vec, TailStrategy::GuardWithIf);
+        .vectorize(inner, vec, TailStrategy::ShiftInwards);
     return;
   }
   f.vectorize(vars[0], vec, TailStrategy::GuardWithIf).parallel(vars.back());
+}
+
+// A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
+// e strided stores of each vector merge into dense interleaved ones.
+void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_extent) {
+  constexpr int kWidth = 8;
+  f.bound(vars[0], 0, e).unroll(vars[0]);
+  Var task("task"), row("row");
+  if (vars.size() >= 3) f.split(vars.back(), task, row, 16, TailStrategy::GuardWithIf).parallel(task);
+  Var xo("xo"), xi("xi");
+  f.specialize(x1_extent >= kWidth)  // shifting the last vector inwards needs one whole vector
+      .split(vars[1], xo, xi, kWidth, TailStrategy::ShiftInwards)
+      .reorder(xi, vars[0], xo)
+      .vectorize(xi);
 }
 
 Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
@@ -260,7 +277,10 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
     f(lhs) = outs[0];
   else
     f(lhs) = Tuple(outs);
-  schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)), product(L.extents));
+  if (const int64_t e = k.tiny_inner())
+    schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2]);
+  else
+    schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)), product(L.extents));
   args = L.arguments;
   return Pipeline(f);
 }
@@ -304,11 +324,12 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   std::vector<Expr> lhs_e(vars.begin(), vars.end());
   auto element = [&](const Func& f, size_t j) { return n == 1 ? Expr(f(lhs_e)) : Expr(f(lhs_e)[j]); };
 
-  // Sums whose innermost dim is reduced (rows: softmax, LayerNorm) are summed in vectors: lane u
-  // of `partial` adds the elements u, u + vec, u + 2 vec, ... of the row; then the lanes are added.
+  // Sums whose innermost dim is reduced (rows: softmax, LayerNorm; not pooling's short windows)
+  // are summed in vectors: lane u of `partial` adds the elements u, u + vec, u + 2 vec, ... of the
+  // row; then the lanes are added.
   bool sums_only = true;
   for (int j : k.reduces) sums_only &= k.nodes[j].node->op == Op::Sum;
-  const bool lanes = k.reduced.back() && sums_only;
+  const bool lanes = k.reduced.back() && sums_only && !k.narrow_rows();
   const Expr inner_extent = L.extents[rank - 1];
   Var u("u");
 
@@ -385,13 +406,26 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     out(lhs) = Tuple(outs);
 
   // Schedule: parallel over the outermost kept dim; rows in lanes (above), or else the innermost
-  // kept dim in vectors when it is not reduced.
+  // kept dim in vectors when it is not reduced. (Vectorizing a kept dim outside a reduced one
+  // means gathers, as its stride is an argument: measured slower than scalar loops on pooling.)
   if (lanes) {
     if (!vars.empty()) partial.compute_at(out, vars.back());
     partial.vectorize(u);
     partial.update().vectorize(u);
   }
-  if (!vars.empty()) {
+  // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
+  // through it by a compiled-in stride (no gathers).
+  bool kept_inner_known = !kept_dims.empty();
+  for (const auto& read : k.reads)
+    if (!kept_dims.empty()) kept_inner_known &= stride_class(read.strides[kept_dims.back()]) != 's';
+  if (!vars.empty() && k.narrow_rows() && kept_inner_known) {
+    // One vector of outputs at a time, its accumulators in registers; tasks of 16 outer rows.
+    Var xo("xo"), xi("xi"), task("task"), row("row");
+    out.split(vars[0], xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
+    if (vars.size() >= 2) out.split(vars.back(), task, row, 16, TailStrategy::GuardWithIf).parallel(task);
+    acc.compute_at(out, xo).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+    acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  } else if (!vars.empty()) {
     acc.compute_at(out, vars.back());
     if (!k.reduced.back()) {
       acc.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
