@@ -223,22 +223,29 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   for (int64_t a = 2; a < input.dim(); ++a) axes.push_back(a);
   channel_shape[1] = c;
   const int64_t count = input.numel() / std::max<int64_t>(c, 1);
-  Tensor mean, var;
+  Tensor centered, var;
   if (training) {
     KILN_CHECK(count > 1, op, ": expected more than 1 value per channel when training, got input ", shape_str(input));
-    mean = input.mean(axes, /*keepdim=*/true);
-    Tensor centered = input - mean;
-    var = (centered * centered).mean(axes, /*keepdim=*/true);  // biased, as the normalization uses
+    // One pass for both statistics, as layer_norm: the values shifted by each channel's first
+    // element (a constant for autograd) have the same variance, and their two means are sibling
+    // reductions that fuse into one kernel, forward and backward.
+    Tensor shift = input;
+    for (int64_t axis : axes) shift = shift.narrow(axis, 0, 1);
+    Tensor d = input - shift.detach();
+    Tensor mean_d = d.mean(axes, /*keepdim=*/true);
+    var = ((d * d).mean(axes, /*keepdim=*/true) - mean_d * mean_d).clamp_min(0.0);  // biased
+    centered = d - mean_d;
     if (running_mean.defined()) {
       autograd::NoGradGuard no_grad;
-      Tensor(running_mean).mul_(1 - momentum).add_(mean.detach().view({c}) * momentum);
+      Tensor mean = mean_d.detach() + shift.detach();
+      Tensor(running_mean).mul_(1 - momentum).add_(mean.view({c}) * momentum);
       Tensor(running_var).mul_(1 - momentum).add_(var.detach().view({c}) * (momentum * count / double(count - 1)));
     }
   } else {
-    mean = running_mean.view(channel_shape);
+    centered = input - running_mean.view(channel_shape);
     var = running_var.view(channel_shape);
   }
-  Tensor out = (input - mean) * (var + eps).rsqrt();
+  Tensor out = centered * (var + eps).rsqrt();
   if (weight.defined()) out = out * weight.view(channel_shape);
   if (bias.defined()) out = out + bias.view(channel_shape);
   return detail::named(out, "NativeBatchNormBackward0", {input});
