@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "codegen/backend.h"
 #include "codegen/matmul.h"
@@ -244,6 +245,22 @@ void select_elements(Node& n) {
   std::vector<int64_t> c(rank, 0);
   const int64_t total = n.numel(), limit = src.view.sizes[dim];
   const char* op = per_row ? "index_select" : "gather";
+  // Whole rows (index_select along dim 0 of a source whose rows are contiguous: a batch taken
+  // from a dataset) are copied row by row.
+  if (per_row && dim == 0 && rank > 0) {
+    Shape row_sizes(shape.begin() + 1, shape.end()), row_strides(src.view.strides.begin() + 1, src.view.strides.end());
+    bool contiguous_rows = true;
+    const Shape want = contiguous_strides(row_sizes);
+    for (size_t d = 0; d < row_sizes.size(); ++d) contiguous_rows &= row_sizes[d] == 1 || row_strides[d] == want[d];
+    if (contiguous_rows) {
+      const int64_t row = numel_of(row_sizes);
+      for (int64_t j = 0; j < shape[0]; ++j) {
+        const int64_t from = src.view.offset + checked_index(idx[j], limit, op) * src.view.strides[0];
+        std::memcpy(out + j * row * es, base + from * es, row * es);
+      }
+      return;
+    }
+  }
   for (int64_t f = 0; f < total; ++f) {
     int64_t pos = src.view.offset;
     for (int d = 0; d < rank; ++d)
@@ -316,6 +333,35 @@ ir::View target_view(const Node& n) {
 
 // WriteView and AddView in the node's own type, read straight from the operands' views: these
 // pad and fold convolution inputs every training step, so they skip the float64 round trip.
+// Runs f(begin, end) over slices of [0, count) on kiln's threads when there is enough work.
+template <typename F>
+void parallel_slices(int64_t count, int64_t work, F&& f) {
+  const int threads = int(std::min<int64_t>(get_num_threads(), count));
+  if (threads <= 1 || work < (int64_t(1) << 20)) return f(int64_t(0), count);
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { f(count * t / threads, count * (t + 1) / threads); });
+  f(int64_t(0), count / threads);
+  for (auto& th : pool) th.join();
+}
+
+// The dim of `view` whose slices write disjoint elements, whatever the other dims (its stride
+// exceeds the furthest offset they reach), or -1. A fold's batch axis is one.
+int separable_dim(const ir::View& view) {
+  int best = -1;
+  for (int d = 0; d < int(view.sizes.size()); ++d)
+    if (view.sizes[d] > 1 && (best < 0 || view.strides[d] > view.strides[best])) best = d;
+  if (best < 0) return -1;
+  int64_t reach = 0;
+  for (int d = 0; d < int(view.sizes.size()); ++d) {
+    if (view.strides[d] < 0) return -1;
+    if (d != best) reach += (view.sizes[d] - 1) * view.strides[d];
+  }
+  return reach < view.strides[best] ? best : -1;
+}
+
+// WriteView and AddView in the node's own type, read straight from the operands' views: these
+// pad and fold convolution inputs every training step, so they skip the float64 round trip, and
+// large ones split across threads.
 template <typename T>
 void write_view_typed(Node& n) {
   const Operand &base = n.inputs[0], &value = n.inputs[1];
@@ -323,16 +369,32 @@ void write_view_typed(Node& n) {
   T* out = static_cast<T*>(n.result->data());
   const T* b = static_cast<const T*>(base.node->result->data());
   const T* v = static_cast<const T*>(value.node->result->data());
-  const Shape out_strides = contiguous_strides(n.shape);
-  for_each_offset2(base.view.sizes, out_strides, 0, base.view.strides, base.view.offset,
-                   [&](int64_t o, int64_t i) { out[o] = b[i]; });
+  if (base.view.sizes.size() == 1 && base.view.strides[0] == 1) {
+    parallel_slices(n.numel(), n.numel(), [&](int64_t lo, int64_t hi) {
+      std::memcpy(out + lo, b + base.view.offset + lo, (hi - lo) * sizeof(T));
+    });
+  } else {
+    const Shape out_strides = contiguous_strides(n.shape);
+    for_each_offset2(base.view.sizes, out_strides, 0, base.view.strides, base.view.offset,
+                     [&](int64_t o, int64_t i) { out[o] = b[i]; });
+  }
   const ir::View t = target_view(n);
-  if (n.op == Op::AddView)
-    for_each_offset2(t.sizes, t.strides, t.offset, value.view.strides, value.view.offset,
-                     [&](int64_t o, int64_t i) { out[o] += v[i]; });
-  else
-    for_each_offset2(t.sizes, t.strides, t.offset, value.view.strides, value.view.offset,
-                     [&](int64_t o, int64_t i) { out[o] = v[i]; });
+  const bool add = n.op == Op::AddView;
+  auto write = [&](const Shape& sizes, int64_t target_offset, int64_t value_offset) {
+    if (add)
+      for_each_offset2(sizes, t.strides, target_offset, value.view.strides, value_offset,
+                       [&](int64_t o, int64_t i) { out[o] += v[i]; });
+    else
+      for_each_offset2(sizes, t.strides, target_offset, value.view.strides, value_offset,
+                       [&](int64_t o, int64_t i) { out[o] = v[i]; });
+  };
+  const int d = separable_dim(t);
+  if (d < 0) return write(t.sizes, t.offset, value.view.offset);
+  parallel_slices(t.sizes[d], numel_of(t.sizes), [&](int64_t lo, int64_t hi) {
+    Shape sizes = t.sizes;
+    sizes[d] = hi - lo;
+    write(sizes, t.offset + lo * t.strides[d], value.view.offset + lo * value.view.strides[d]);
+  });
 }
 
 void write_view(Node& n) {

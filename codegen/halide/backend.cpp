@@ -80,8 +80,12 @@ class HalideBackend final : public Backend {
  private:
   void run(const Kernel& k) {
     if (k.kind == Kernel::Kind::Library) {
-      if (log().should_log(spdlog::level::trace)) log().trace("library {}", ir::op_name(k.library_node->op));
+      const bool trace = log().should_log(spdlog::level::trace);
+      const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       run_node(*k.library_node);
+      if (trace)
+        log().trace("library {:.1f} us {} {}", std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(),
+                    ir::op_name(k.library_node->op), detail::concat(k.library_node->shape));
       stats_add(&Stats::kernel_launches, 1);
       return;
     }

@@ -416,15 +416,21 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
   bool kept_inner_known = !kept_dims.empty();
+  for (int j : k.reduces) kept_inner_known &= is_floating(k.nodes[j].node->dtype);  // bool ones crashed (SIGILL)
   for (const auto& read : k.reads)
     if (!kept_dims.empty()) kept_inner_known &= stride_class(read.strides[kept_dims.back()]) != 's';
   if (!vars.empty() && k.narrow_rows() && kept_inner_known) {
-    // One vector of outputs at a time, its accumulators in registers; tasks of 16 outer rows.
+    // One vector of outputs at a time, its accumulators on the stack; tasks of 16 outer rows.
+    // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards:
+    // a masked tail would load lane by lane in every row.
     Var xo("xo"), xi("xi"), task("task"), row("row");
-    out.split(vars[0], xo, xi, vec, TailStrategy::GuardWithIf).vectorize(xi);
     if (vars.size() >= 2) out.split(vars.back(), task, row, 16, TailStrategy::GuardWithIf).parallel(task);
-    acc.compute_at(out, xo).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
-    acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+    const Expr width = L.extents[kept_dims.back()];
+    for (int w : {8, 4})
+      out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
+    out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
+    acc.compute_at(out, xo).store_in(MemoryType::Stack).vectorize(vars[0], 8, TailStrategy::GuardWithIf);
+    acc.update().vectorize(vars[0], 8, TailStrategy::GuardWithIf);
   } else if (!vars.empty()) {
     acc.compute_at(out, vars.back());
     if (!k.reduced.back()) {
