@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "perf/bench_common.h"
+#include "perf/bench_mlp.h"
 
 namespace {
 
@@ -129,23 +130,6 @@ BENCHMARK(BM_AdamStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 // 2 * B * (784*512 + 512*512 + 512*10) per pass, times 3 (forward, and the backward's two
 // products per layer). check: the loss of the second step, which depends on the first step's
 // gradients and Adam update.
-struct BenchMlpImpl : torch::nn::Module {
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
-  BenchMlpImpl() {
-    fc1 = register_module("fc1", torch::nn::Linear(784, 512));
-    ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({512})));
-    fc2 = register_module("fc2", torch::nn::Linear(512, 512));
-    ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({512})));
-    fc3 = register_module("fc3", torch::nn::Linear(512, 10));
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    x = torch::gelu(ln1(fc1(x)));
-    x = torch::gelu(ln2(fc2(x)));
-    return fc3(x);
-  }
-};
-TORCH_MODULE(BenchMlp);
 
 static void BM_MlpStep(benchmark::State& state) {
   constexpr int64_t B = 256;

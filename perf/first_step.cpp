@@ -7,29 +7,13 @@
 
 #include <kiln/torch.h>
 
-struct MlpImpl : torch::nn::Module {
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
-  MlpImpl() {
-    fc1 = register_module("fc1", torch::nn::Linear(784, 512));
-    ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({512})));
-    fc2 = register_module("fc2", torch::nn::Linear(512, 512));
-    ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({512})));
-    fc3 = register_module("fc3", torch::nn::Linear(512, 10));
-  }
-  torch::Tensor forward(torch::Tensor x) {
-    x = torch::gelu(ln1(fc1(x)));
-    x = torch::gelu(ln2(fc2(x)));
-    return fc3(x);
-  }
-};
-TORCH_MODULE(Mlp);
+#include "perf/bench_mlp.h"
 
 int main() {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   torch::manual_seed(0);
-  Mlp net;
+  BenchMlp net;
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
   auto step = [&] {
     auto x = torch::randn({256, 784});

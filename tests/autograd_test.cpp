@@ -8,6 +8,8 @@
 #include <functional>
 #include <thread>
 
+#include "expect_error.h"
+
 namespace {
 
 using kiln::Tensor;
@@ -15,17 +17,6 @@ using kiln::TensorList;
 namespace autograd = kiln::autograd;
 
 std::vector<double> vals(const Tensor& t) { return t.to_vector<double>(); }
-
-// A message check that names what was expected when it fails.
-#define EXPECT_THROW_WITH(stmt, text)                                                   \
-  do {                                                                                  \
-    try {                                                                               \
-      stmt;                                                                             \
-      ADD_FAILURE() << "expected kiln::Error containing \"" << text << "\"";            \
-    } catch (const kiln::Error& e) {                                                    \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();       \
-    }                                                                                   \
-  } while (0)
 
 // --- backward ---
 

@@ -15,23 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
+
 namespace {
 
 using kiln::Tensor;
 using kiln::data::Batch;
 using kiln::data::DataLoader;
 using kiln::data::IdxArray;
-
-// A message check that names what was expected when it fails.
-#define EXPECT_THROW_WITH(stmt, text)                                                   \
-  do {                                                                                  \
-    try {                                                                               \
-      stmt;                                                                             \
-      ADD_FAILURE() << "expected kiln::Error containing \"" << text << "\"";            \
-    } catch (const kiln::Error& e) {                                                    \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();       \
-    }                                                                                   \
-  } while (0)
 
 using Bytes = std::vector<uint8_t>;
 

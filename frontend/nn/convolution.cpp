@@ -43,15 +43,7 @@ void Conv2dImpl::reset() {
   reset_parameters();
 }
 
-void Conv2dImpl::reset_parameters() {
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    auto [fan_in, fan_out] = init::_calculate_fan_in_and_fan_out(weight);
-    (void)fan_out;
-    const double bound = fan_in > 0 ? 1 / std::sqrt(double(fan_in)) : 0;
-    init::uniform_(bias, -bound, bound);
-  }
-}
+void Conv2dImpl::reset_parameters() { init::default_layer_init_(weight, bias); }
 
 Tensor Conv2dImpl::forward(const Tensor& input) {
   return kiln::conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());

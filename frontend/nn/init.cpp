@@ -108,4 +108,13 @@ Tensor xavier_normal_(Tensor t, double gain) {
   return normal_(std::move(t), 0, gain * std::sqrt(2.0 / double(fan_in + fan_out)));
 }
 
+void default_layer_init_(Tensor weight, Tensor bias) {
+  kaiming_uniform_(weight, std::sqrt(5.0));
+  if (!bias.defined()) return;
+  auto [fan_in, fan_out] = _calculate_fan_in_and_fan_out(weight);
+  (void)fan_out;
+  const double bound = fan_in > 0 ? 1 / std::sqrt(double(fan_in)) : 0;
+  uniform_(bias, -bound, bound);
+}
+
 }  // namespace kiln::nn::init

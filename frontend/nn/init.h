@@ -48,6 +48,9 @@ Tensor ones_(Tensor tensor);
 Tensor zeros_(Tensor tensor);
 Tensor uniform_(Tensor tensor, double low = 0, double high = 1);
 Tensor normal_(Tensor tensor, double mean = 0, double std = 1);
+// libtorch's default for Linear and Conv: weight ~ kaiming_uniform(a = sqrt(5)), which bounds it
+// by 1/sqrt(fan_in), and bias (if defined) ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+void default_layer_init_(Tensor weight, Tensor bias);
 Tensor kaiming_uniform_(Tensor tensor, double a = 0, FanModeType mode = kFanIn,
                         NonlinearityType nonlinearity = kLeakyReLU);
 Tensor kaiming_normal_(Tensor tensor, double a = 0, FanModeType mode = kFanIn,

@@ -28,16 +28,7 @@ void LinearImpl::reset() {
   reset_parameters();
 }
 
-void LinearImpl::reset_parameters() {
-  // a = sqrt(5) makes the weight bound 1/sqrt(fan_in), the same bound the bias gets.
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    auto [fan_in, fan_out] = init::_calculate_fan_in_and_fan_out(weight);
-    (void)fan_out;
-    const double bound = fan_in > 0 ? 1 / std::sqrt(double(fan_in)) : 0;
-    init::uniform_(bias, -bound, bound);
-  }
-}
+void LinearImpl::reset_parameters() { init::default_layer_init_(weight, bias); }
 
 Tensor LinearImpl::forward(const Tensor& input) {
   KILN_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(), "Linear: expected input with last "
