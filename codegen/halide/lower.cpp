@@ -429,8 +429,9 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     for (int w : {8, 4})
       out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
     out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
-    acc.compute_at(out, xo).store_in(MemoryType::Stack).vectorize(vars[0], 8, TailStrategy::GuardWithIf);
-    acc.update().vectorize(vars[0], 8, TailStrategy::GuardWithIf);
+    // The accumulators in 4-wide vectors: whole ones for either width above.
+    acc.compute_at(out, xo).store_in(MemoryType::Stack).vectorize(vars[0], 4, TailStrategy::GuardWithIf);
+    acc.update().vectorize(vars[0], 4, TailStrategy::GuardWithIf);
   } else if (!vars.empty()) {
     acc.compute_at(out, vars.back());
     if (!k.reduced.back()) {
