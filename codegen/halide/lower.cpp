@@ -235,18 +235,26 @@ Expr product(const std::vector<Param<int32_t>>& extents) {
   return n;
 }
 
-void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elements) {
-  f.specialize(elements < kSerialBelow).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
-  if (vars.size() == 1) {
-    Var outer("xo"), inner("xi");
-    // The kernel has at least kSerialBelow elements here, so shifting the last chunk and vector
-    // inwards stays in bounds; a guarded tail costs masked loads in every vector.
-    f.split(vars[0], outer, inner, 1 << 14, TailStrategy::ShiftInwards)
-        .parallel(outer)
-        .vectorize(inner, vec, TailStrategy::ShiftInwards);
+// Rows (the innermost dim) in the widest vectors that fit, the last one shifted inwards: a
+// masked tail loads lane by lane, and short rows (an image's width) would be all tail.
+void vectorize_rows(Stage s, const Var& x, Expr row, int vec) {
+  for (int w = vec; w >= 4; w /= 2) s.specialize(row >= w).vectorize(x, w, TailStrategy::ShiftInwards);
+}
+
+void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elements, Expr row) {
+  if (vars.size() >= 2) {
+    vectorize_rows(f.specialize(elements < kSerialBelow), vars[0], row, vec);
+    f.parallel(vars.back());
+    vectorize_rows(f, vars[0], row, vec);
     return;
   }
-  f.vectorize(vars[0], vec, TailStrategy::GuardWithIf).parallel(vars.back());
+  f.specialize(elements < kSerialBelow).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  // The kernel has at least kSerialBelow elements here, so shifting the last chunk and vector
+  // inwards stays in bounds; a guarded tail costs masked loads in every vector.
+  Var outer("xo"), inner("xi");
+  f.split(vars[0], outer, inner, 1 << 14, TailStrategy::ShiftInwards)
+      .parallel(outer)
+      .vectorize(inner, vec, TailStrategy::ShiftInwards);
 }
 
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
@@ -280,7 +288,8 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   if (const int64_t e = k.tiny_inner())
     schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2]);
   else
-    schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)), product(L.extents));
+    schedule_pointwise(f, vars, kernel_target().natural_vector_size(Float(32)), product(L.extents),
+                       L.extents[k.domain.size() - 1]);
   args = L.arguments;
   return Pipeline(f);
 }
