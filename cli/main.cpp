@@ -14,7 +14,7 @@
 namespace {
 
 void print_info() {
-  std::printf("kiln %s\n", kiln::kVersion);
+  std::printf("kiln %s\n", kiln::version());
   std::printf("backends:\n");
   std::printf("  interp   reference interpreter (KILN_BACKEND=interp)\n");
   std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::target_name().c_str());

@@ -331,8 +331,6 @@ ir::View target_view(const Node& n) {
                   n.ints.back()};
 }
 
-// WriteView and AddView in the node's own type, read straight from the operands' views: these
-// pad and fold convolution inputs every training step, so they skip the float64 round trip.
 // Runs f(begin, end) over slices of [0, count) on kiln's threads when there is enough work.
 template <typename F>
 void parallel_slices(int64_t count, int64_t work, F&& f) {

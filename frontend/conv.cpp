@@ -10,6 +10,7 @@
 
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
+#include "frontend/moments.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -226,19 +227,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   Tensor centered, var;
   if (training) {
     KILN_CHECK(count > 1, op, ": expected more than 1 value per channel when training, got input ", shape_str(input));
-    // One pass for both statistics, as layer_norm: the values shifted by each channel's first
-    // element (a constant for autograd) have the same variance, and their two means are sibling
-    // reductions that fuse into one kernel, forward and backward.
-    Tensor shift = input;
-    for (int64_t axis : axes) shift = shift.narrow(axis, 0, 1);
-    Tensor d = input - shift.detach();
-    Tensor mean_d = d.mean(axes, /*keepdim=*/true);
-    var = ((d * d).mean(axes, /*keepdim=*/true) - mean_d * mean_d).clamp_min(0.0);  // biased
-    centered = d - mean_d;
+    const auto moments = detail::shifted_moments(input, axes);  // one pass, as layer_norm
+    centered = moments.centered;
+    var = moments.var;
     if (running_mean.defined()) {
       autograd::NoGradGuard no_grad;
-      Tensor mean = mean_d.detach() + shift.detach();
-      Tensor(running_mean).mul_(1 - momentum).add_(mean.view({c}) * momentum);
+      Tensor(running_mean).mul_(1 - momentum).add_(moments.mean.view({c}) * momentum);
       Tensor(running_var).mul_(1 - momentum).add_(var.detach().view({c}) * (momentum * count / double(count - 1)));
     }
   } else {

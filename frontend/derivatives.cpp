@@ -148,7 +148,7 @@ const Row kRows[] = {
        return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
      }}},
     {Op::AddView, {"AsStridedScatterBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
-       return {a.grad, as_strided(a.grad.contiguous(), a.attrs.ints)};
+       return {a.grad, as_strided(a.grad, a.attrs.ints)};
      }}},
 };
 

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "frontend/derivatives.h"
+#include "frontend/moments.h"
 #include "frontend/ops.h"
 
 namespace kiln {
@@ -243,3 +244,17 @@ Tensor Tensor::softmax(int64_t dim, std::optional<ScalarType> t) const { return 
 Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> t) const { return kiln::log_softmax(*this, dim, t); }
 
 }  // namespace kiln
+
+namespace kiln::detail {
+
+Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes) {
+  Tensor shift = x;
+  for (int64_t axis : axes) shift = shift.narrow(axis, 0, 1);
+  shift = shift.detach();
+  Tensor d = x - shift;
+  Tensor mean_d = d.mean(axes, /*keepdim=*/true);
+  Tensor var = ((d * d).mean(axes, /*keepdim=*/true) - mean_d * mean_d).clamp_min(0.0);
+  return {d - mean_d, mean_d.detach() + shift, var};
+}
+
+}  // namespace kiln::detail

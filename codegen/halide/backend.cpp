@@ -246,7 +246,7 @@ class HalideBackend final : public Backend {
   }
 
   const DiskCache& cache() {
-    static const DiskCache c("kiln-" + std::string(kVersion) + "-" + halide::lowering_revision() + "-halide14-" +
+    static const DiskCache c("kiln-" + std::string(version()) + "-" + halide::lowering_revision() + "-halide14-" +
                              halide::target_name());
     return c;
   }

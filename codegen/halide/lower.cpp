@@ -424,11 +424,12 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   }
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
-  bool kept_inner_known = !kept_dims.empty();
-  for (int j : k.reduces) kept_inner_known &= is_floating(k.nodes[j].node->dtype);  // bool ones crashed (SIGILL)
-  for (const auto& read : k.reads)
-    if (!kept_dims.empty()) kept_inner_known &= stride_class(read.strides[kept_dims.back()]) != 's';
-  if (!vars.empty() && k.narrow_rows() && kept_inner_known) {
+  // Floating-point ones only: bool reductions crashed with SIGILL under this schedule.
+  bool vector_narrow_rows = k.narrow_rows() && !kept_dims.empty();
+  for (int j : k.reduces) vector_narrow_rows &= is_floating(k.nodes[j].node->dtype);
+  if (vector_narrow_rows)
+    for (const auto& read : k.reads) vector_narrow_rows &= stride_class(read.strides[kept_dims.back()]) != 's';
+  if (vector_narrow_rows) {
     // One vector of outputs at a time, its accumulators on the stack; tasks of 16 outer rows.
     // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards:
     // a masked tail would load lane by lane in every row.

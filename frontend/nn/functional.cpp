@@ -4,6 +4,7 @@
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
 #include "frontend/losses.h"
+#include "frontend/moments.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -62,16 +63,8 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
                shape, ", got ", shape_str(*p));
   std::vector<int64_t> axes;
   for (int64_t i = input.dim() - k; i < input.dim(); ++i) axes.push_back(i);
-  // One pass for both statistics: mean and biased variance of the values shifted by the first
-  // element of each normalized block (a constant for autograd: the variance does not depend on
-  // it). The two means are sibling reductions, so they fuse into one kernel, forward and
-  // backward; the shift keeps E[d^2] - E[d]^2 from cancelling when the mean is large.
-  Tensor shift = input;
-  for (int64_t axis : axes) shift = shift.narrow(axis, 0, 1);
-  Tensor d = input - shift.detach();
-  Tensor mean_d = d.mean(axes, /*keepdim=*/true);
-  Tensor var = ((d * d).mean(axes, /*keepdim=*/true) - mean_d * mean_d).clamp_min(0.0);
-  Tensor out = (d - mean_d) * (var + options.eps()).rsqrt();
+  const auto moments = kiln::detail::shifted_moments(input, axes);
+  Tensor out = moments.centered * (moments.var + options.eps()).rsqrt();
   if (options.weight().defined()) out = out * options.weight();
   if (options.bias().defined()) out = out + options.bias();
   return kiln::detail::named(out, "NativeLayerNormBackward0", {input});
