@@ -7,7 +7,10 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "codegen/backend.h"
@@ -66,6 +69,7 @@ class HalideBackend final : public Backend {
     fusion::simplify(plan);
     std::vector<std::vector<ir::Node*>> release;
     std::vector<Kernel> kernels = fusion::partition(plan, &release);
+    prepare(kernels);
     for (size_t i = 0; i < kernels.size(); ++i) {
       run(kernels[i]);
       for (ir::Node* done : release[i]) done->result.reset();
@@ -157,6 +161,40 @@ class HalideBackend final : public Backend {
       log().trace("launch {:.1f} us {}", std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(), k.key());
     KILN_CHECK(rc == 0, "halide: kernel failed with code ", rc, " (", k.key(), ")");
     stats_add(&Stats::kernel_launches, 1);
+  }
+
+  // Loads or compiles, on all cores at once, the kernels of a flush not yet in memory: a first
+  // step compiles some thirty kernels, each one mostly on one thread (Halide and LLVM, then the
+  // linker). Halide compiles distinct pipelines concurrently.
+  void prepare(const std::vector<Kernel>& kernels) {
+    std::vector<std::pair<const Kernel*, std::string>> missing;
+    for (const Kernel& k : kernels) {
+      if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
+      std::string key = k.key();
+      if (loaded_.count(key)) continue;
+      bool listed = false;
+      for (const auto& m : missing) listed |= m.second == key;
+      if (!listed) missing.emplace_back(&k, std::move(key));
+    }
+    const size_t workers = std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+    if (workers < 2) return;  // run() finds or compiles a lone kernel itself
+    ensure_runtime();
+    std::vector<KernelFn> built(missing.size(), nullptr);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < missing.size();) {
+        try {
+          built[i] = load_or_build(*missing[i].first, missing[i].second);
+        } catch (const Error& e) {
+          log().error("{}; running this kernel on the interpreter", e.what());
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    for (size_t i = 0; i < missing.size(); ++i) loaded_[missing[i].second] = built[i];
   }
 
   KernelFn find_or_compile(const Kernel& k) {
