@@ -165,7 +165,7 @@ class HalideBackend final : public Backend {
 
   // Loads or compiles, on all cores at once, the kernels of a flush not yet in memory: a first
   // step compiles some thirty kernels, each one mostly on one thread (Halide and LLVM, then the
-  // linker). Halide compiles distinct pipelines concurrently.
+  // linker). Halide compiles distinct pipelines concurrently. As many threads as kernels run on.
   void prepare(const std::vector<Kernel>& kernels) {
     std::vector<std::pair<const Kernel*, std::string>> missing;
     for (const Kernel& k : kernels) {
@@ -176,7 +176,7 @@ class HalideBackend final : public Backend {
       for (const auto& m : missing) listed |= m.second == key;
       if (!listed) missing.emplace_back(&k, std::move(key));
     }
-    const size_t workers = std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+    const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));  // as set_num_threads says
     if (workers < 2) return;  // run() finds or compiles a lone kernel itself
     ensure_runtime();
     std::vector<KernelFn> built(missing.size(), nullptr);
