@@ -179,6 +179,7 @@ class HalideBackend final : public Backend {
     const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));  // as set_num_threads says
     if (workers < 2) return;  // run() finds or compiles a lone kernel itself
     ensure_runtime();
+    log().debug("loading or compiling {} kernels on {} threads", missing.size(), workers);
     std::vector<KernelFn> built(missing.size(), nullptr);
     std::atomic<size_t> next{0};
     auto work = [&] {
