@@ -69,9 +69,9 @@ class HalideBackend final : public Backend {
     fusion::simplify(plan);
     std::vector<std::vector<ir::Node*>> release;
     std::vector<Kernel> kernels = fusion::partition(plan, &release);
-    prepare(kernels);
+    const std::vector<std::string> keys = prepare(kernels);
     for (size_t i = 0; i < kernels.size(); ++i) {
-      run(kernels[i]);
+      run(kernels[i], keys[i]);
       for (ir::Node* done : release[i]) done->result.reset();
     }
     for (const auto& step : original.steps) {  // the dropped ones too: nothing will read them
@@ -82,7 +82,8 @@ class HalideBackend final : public Backend {
   }
 
  private:
-  void run(const Kernel& k) {
+  // `key` is k.key(), or empty for a library call or a kernel too large for 32-bit indices.
+  void run(const Kernel& k, const std::string& key) {
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -93,7 +94,7 @@ class HalideBackend final : public Backend {
       stats_add(&Stats::kernel_launches, 1);
       return;
     }
-    KernelFn fn = fits_int32(k) ? find_or_compile(k) : nullptr;
+    KernelFn fn = key.empty() ? nullptr : find_or_compile(k, key);
     if (!fn) return interpret(k);
     apply_thread_count();
     launch(k, fn);
@@ -163,21 +164,24 @@ class HalideBackend final : public Backend {
     stats_add(&Stats::kernel_launches, 1);
   }
 
-  // Loads or compiles, on all cores at once, the kernels of a flush not yet in memory: a first
-  // step compiles some thirty kernels, each one mostly on one thread (Halide and LLVM, then the
-  // linker). Halide compiles distinct pipelines concurrently. As many threads as kernels run on.
-  void prepare(const std::vector<Kernel>& kernels) {
+  // The kernels' keys (see run), after loading or compiling at once the kernels of the flush not
+  // yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
+  // and LLVM, then the linker), and Halide compiles distinct pipelines concurrently. As many
+  // threads as kernels run on (set_num_threads).
+  std::vector<std::string> prepare(const std::vector<Kernel>& kernels) {
+    std::vector<std::string> keys(kernels.size());
     std::vector<std::pair<const Kernel*, std::string>> missing;
-    for (const Kernel& k : kernels) {
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const Kernel& k = kernels[i];
       if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
-      std::string key = k.key();
-      if (loaded_.count(key)) continue;
+      keys[i] = k.key();
+      if (loaded_.count(keys[i])) continue;
       bool listed = false;
-      for (const auto& m : missing) listed |= m.second == key;
-      if (!listed) missing.emplace_back(&k, std::move(key));
+      for (const auto& m : missing) listed |= m.second == keys[i];
+      if (!listed) missing.emplace_back(&k, keys[i]);
     }
-    const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));  // as set_num_threads says
-    if (workers < 2) return;  // run() finds or compiles a lone kernel itself
+    const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));
+    if (workers < 2) return keys;  // run() finds or compiles a lone kernel itself
     ensure_runtime();
     log().debug("loading or compiling {} kernels on {} threads", missing.size(), workers);
     std::vector<KernelFn> built(missing.size(), nullptr);
@@ -196,10 +200,10 @@ class HalideBackend final : public Backend {
     work();
     for (auto& t : pool) t.join();
     for (size_t i = 0; i < missing.size(); ++i) loaded_[missing[i].second] = built[i];
+    return keys;
   }
 
-  KernelFn find_or_compile(const Kernel& k) {
-    std::string key = k.key();
+  KernelFn find_or_compile(const Kernel& k, const std::string& key) {
     if (auto it = loaded_.find(key); it != loaded_.end()) {
       stats_add(&Stats::kernel_cache_hits, 1);
       return it->second;
