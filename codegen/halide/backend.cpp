@@ -3,12 +3,12 @@
 #include <HalideRuntime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
-#include <algorithm>
-#include <atomic>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -187,13 +187,8 @@ class HalideBackend final : public Backend {
     std::vector<KernelFn> built(missing.size(), nullptr);
     std::atomic<size_t> next{0};
     auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < missing.size();) {
-        try {
-          built[i] = load_or_build(*missing[i].first, missing[i].second);
-        } catch (const Error& e) {
-          log().error("{}; running this kernel on the interpreter", e.what());
-        }
-      }
+      for (size_t i; (i = next.fetch_add(1)) < missing.size();)
+        built[i] = load_or_build_or_null(*missing[i].first, missing[i].second);
     };
     std::vector<std::thread> pool;
     for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
@@ -208,14 +203,17 @@ class HalideBackend final : public Backend {
       stats_add(&Stats::kernel_cache_hits, 1);
       return it->second;
     }
-    KernelFn fn = nullptr;
+    return loaded_[key] = load_or_build_or_null(k, key);
+  }
+
+  // A kernel that cannot be built is logged and runs on the interpreter (null).
+  KernelFn load_or_build_or_null(const Kernel& k, const std::string& key) {
     try {
-      fn = load_or_build(k, key);
+      return load_or_build(k, key);
     } catch (const Error& e) {
       log().error("{}; running this kernel on the interpreter", e.what());
+      return nullptr;
     }
-    loaded_[key] = fn;
-    return fn;
   }
 
   KernelFn load_or_build(const Kernel& k, const std::string& key) {
