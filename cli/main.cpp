@@ -1,11 +1,12 @@
-// The kiln command: `kiln train` (Fashion-MNIST), `kiln info` (version, backends, cache) and
-// `kiln cache clear`. Argument errors are reported by CLI11 with exit status 105/106 (see --help).
+// The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch),
+// `kiln info` (version, backends, cache) and `kiln cache clear`. Argument errors are reported by CLI11 with exit status 105/106 (see --help).
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <kiln/kiln.h>
 
+#include "cli/bench.h"
 #include "cli/train.h"
 #include "codegen/halide/lower.h"
 #include "runtime/disk_cache.h"
@@ -50,6 +51,22 @@ int main(int argc, char** argv) {
                         "Folder with the Fashion-MNIST IDX files (default: KILN_DATA_DIR or "
                         "/usr/share/datasets/fashion-mnist)");
 
+  kiln::cli::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time the workloads of perf/workloads.cpp against libtorch");
+  bench_cmd->add_option("--min-time", bench.min_time, "Seconds per workload and side")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cmd->add_option("--repetitions", bench.repetitions, "Runs per figure; more than 1 reports medians")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  bench_cmd->add_option("--filter", bench.filter, "Regular expression over workload names (default: all)");
+  bench_cmd->add_option("--json", bench.json, "Write the table and every run to this file");
+  bench_cmd->add_option("--plot", bench.plot, "Write a bar chart of the speed-ups to this SVG file");
+  auto* libtorch_opt = bench_cmd->add_option("--libtorch", bench.libtorch,
+      "perf/bench_workloads_libtorch to run (default: the one of this build, if built)")->check(CLI::ExistingFile);
+  bench_cmd->add_flag("--no-libtorch", bench.no_libtorch, "Leave the libtorch column empty")->excludes(libtorch_opt);
+  bench_cmd->add_flag("--no-eager", bench.no_eager, "Skip kiln's eager column");
+  bench_cmd->add_option("--threads", bench.threads, "kiln's threads (0: KILN_NUM_THREADS or all cores)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");
   CLI::App* cache_cmd = app.add_subcommand("cache", "Manage the kernel cache");
   cache_cmd->require_subcommand(1);
@@ -58,6 +75,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train_cmd) return kiln::cli::train(train);
+    if (*bench_cmd) return kiln::cli::bench(bench);
     if (*info_cmd) print_info();
     if (*clear_cmd) {
       const double mib = double(kiln::cache_size_bytes()) / (1 << 20);

@@ -1,0 +1,291 @@
+#include "cli/bench.h"
+
+#include <benchmark/benchmark.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <kiln/kiln.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "cli/bar_chart.h"
+
+namespace kiln::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+// One workload's figures on one side: milliseconds per iteration and its counters (bytes, flops,
+// check, launches, compiled, bytes_per_second, GFLOPS).
+struct Measurement {
+  double ms = 0;
+  std::map<std::string, double> counters;
+  std::optional<double> counter(const std::string& name) const {
+    auto it = counters.find(name);
+    return it == counters.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+};
+using Side = std::map<std::string, Measurement>;  // by workload name
+
+// "BM_AdamStep/real_time" -> "AdamStep".
+std::string workload_name(std::string run_name) {
+  run_name = run_name.substr(0, run_name.find('/'));
+  return run_name.rfind("BM_", 0) == 0 ? run_name.substr(3) : run_name;
+}
+
+bool is_limit(const std::string& name) { return name.rfind("Triad", 0) == 0; }
+
+// Receives this process's runs from Google Benchmark: the kiln side.
+class Collector : public benchmark::BenchmarkReporter {
+ public:
+  Collector(std::string side, bool medians, std::vector<std::string>& order)
+      : side_(std::move(side)), medians_(medians), order_(order) {}
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      const std::string name = workload_name(run.run_name.str());
+      if (run.error_occurred) throw Error("bench: " + name + " (" + side_ + ") failed: " + run.error_message);
+      if (medians_ ? run.aggregate_name != "median" : run.run_type != Run::RT_Iteration) continue;
+      Measurement m{run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e3, {}};
+      for (const auto& [key, counter] : run.counters) m.counters[key] = counter.value;
+      std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n", side_.c_str(), name.c_str(), m.ms);
+      if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
+      results[name] = m;
+    }
+  }
+  Side results;
+
+ private:
+  std::string side_;
+  bool medians_;
+  std::vector<std::string>& order_;
+};
+
+// Google Benchmark reads its settings from flags; they are set once per process.
+void set_benchmark_flags(const BenchOptions& o) {
+  std::vector<std::string> args = {"kiln bench", "--benchmark_min_time=" + std::to_string(o.min_time),
+                                   "--benchmark_repetitions=" + std::to_string(o.repetitions),
+                                   "--benchmark_report_aggregates_only=true"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = int(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+}
+
+Side run_kiln(const BenchOptions& o, bool lazy, std::vector<std::string>& order) {
+  const std::string side = lazy ? "kiln lazy" : "kiln eager";
+  std::fprintf(stderr, "running %s in this process\n", side.c_str());
+  Collector collector(side, o.repetitions > 1, order);
+  set_lazy(lazy);
+  benchmark::RunSpecifiedBenchmarks(&collector, o.filter.empty() ? "." : o.filter);
+  set_lazy(true);
+  return collector.results;
+}
+
+// Runs `args` with BENCH_THREADS=`threads` and returns what it printed on stdout.
+std::string run_program(const std::vector<std::string>& args, int threads) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) throw Error("bench: pipe failed");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    setenv("BENCH_THREADS", std::to_string(threads).c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  std::string out;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, size_t(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("bench: " + args[0] + " failed (status " + std::to_string(WEXITSTATUS(status)) + ")");
+  return out;
+}
+
+Side run_libtorch(const BenchOptions& o, const std::string& program, int threads) {
+  std::fprintf(stderr, "running libtorch at %d thread%s: %s\n", threads, threads > 1 ? "s" : "", program.c_str());
+  std::vector<std::string> args = {program, "--benchmark_format=json",
+                                   "--benchmark_min_time=" + std::to_string(o.min_time),
+                                   "--benchmark_repetitions=" + std::to_string(o.repetitions),
+                                   "--benchmark_report_aggregates_only=true"};
+  if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
+  const json report = json::parse(run_program(args, threads));
+  Side side;
+  for (const json& b : report["benchmarks"]) {
+    if (o.repetitions > 1 && b.value("aggregate_name", "") != "median") continue;
+    const std::string name = workload_name(b.value("run_name", b["name"].get<std::string>()));
+    const double per_second = b["time_unit"] == "ns" ? 1e9 : b["time_unit"] == "us" ? 1e6 : b["time_unit"] == "ms" ? 1e3 : 1;
+    Measurement m{b["real_time"].get<double>() / per_second * 1e3, {}};
+    for (const auto& [key, value] : b.items())
+      if (value.is_number() && key != "real_time" && key != "cpu_time") m.counters[key] = value.get<double>();
+    std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n", ("libtorch " + std::to_string(threads) + "t").c_str(),
+                 name.c_str(), m.ms);
+    side[name] = m;
+  }
+  return side;
+}
+
+// perf/bench_workloads_libtorch of the build tree this program belongs to (build/cli/kiln), if any.
+std::string find_libtorch_program() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const auto& candidate : {self.parent_path() / ".." / "perf" / "bench_workloads_libtorch",
+                                self.parent_path() / "bench_workloads_libtorch"})
+    if (std::filesystem::exists(candidate)) return std::filesystem::weakly_canonical(candidate).string();
+  return "";
+}
+
+struct Row {
+  std::string workload;
+  std::optional<double> libtorch_ms, eager_ms, lazy_ms, floor_ms, launches;
+  std::string libtorch_threads;
+};
+
+std::string cell(std::optional<double> v, const char* format = "%.3g") {
+  if (!v) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, format, *v);
+  return text;
+}
+
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
+  return a && b && *b > 0 ? std::optional<double>(*a / *b) : std::nullopt;
+}
+
+json to_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+int bench(const BenchOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  std::string libtorch = o.no_libtorch ? "" : o.libtorch.empty() ? find_libtorch_program() : o.libtorch;
+  if (!o.no_libtorch && libtorch.empty())
+    std::fprintf(stderr, "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build "
+                         "perf/, or pass --libtorch); the libtorch column stays empty\n");
+
+  set_benchmark_flags(o);
+  std::vector<std::string> order;
+  std::map<std::string, Side> sides;
+  sides["kiln lazy"] = run_kiln(o, true, order);
+  if (!o.no_eager) sides["kiln eager"] = run_kiln(o, false, order);
+  if (!libtorch.empty())
+    for (int threads : {1, 2}) sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
+
+  // The machine's limits: the best figure any side reached.
+  std::optional<double> bandwidth, gflops;
+  auto best = [](std::optional<double>& into, std::optional<double> v) {
+    if (v && (!into || *v > *into)) into = v;
+  };
+  for (const auto& [side, results] : sides)
+    for (const auto& [name, m] : results) {
+      if (is_limit(name)) best(bandwidth, m.counter("bytes_per_second"));
+      if (name == "Sgemm") best(gflops, m.counter("GFLOPS"));
+    }
+
+  std::vector<Row> rows;
+  std::vector<std::string> problems;
+  for (const std::string& name : order) {
+    if (is_limit(name)) continue;
+    Row row{name, {}, {}, {}, {}, {}, "-"};
+    auto figure = [&](const std::string& side) -> const Measurement* {
+      auto s = sides.find(side);
+      if (s == sides.end()) return nullptr;
+      auto it = s->second.find(name);
+      return it == s->second.end() ? nullptr : &it->second;
+    };
+    for (const char* side : {"libtorch 1t", "libtorch 2t"})
+      if (const Measurement* m = figure(side); m && (!row.libtorch_ms || m->ms < *row.libtorch_ms)) {
+        row.libtorch_ms = m->ms;
+        row.libtorch_threads = std::string(side).substr(9);
+      }
+    if (const Measurement* m = figure("kiln eager")) row.eager_ms = m->ms;
+    const Measurement* lazy = figure("kiln lazy");
+    row.lazy_ms = lazy->ms;
+    row.launches = lazy->counter("launches");
+    if (auto bytes = lazy->counter("bytes"); bytes && bandwidth) row.floor_ms = *bytes / *bandwidth * 1e3;
+    if (auto flops = lazy->counter("flops"); flops && gflops)
+      row.floor_ms = std::max(row.floor_ms.value_or(0), *flops / (*gflops * 1e9) * 1e3);
+    rows.push_back(row);
+
+    // The sides must have computed the same thing, and no timed loop may have compiled.
+    const auto reference = lazy->counter("check");
+    for (const auto& [side, results] : sides) {
+      auto it = results.find(name);
+      if (it == results.end()) continue;
+      const auto check = it->second.counter("check");
+      if (reference && check && std::abs(*check - *reference) > 1e-3 * std::max(std::abs(*reference), 1e-6))
+        problems.push_back(name + ": check " + cell(check, "%.6g") + " (" + side + ") differs from " +
+                           cell(reference, "%.6g") + " (kiln lazy)");
+      if (it->second.counter("compiled").value_or(0) > 0)
+        problems.push_back(name + " (" + side + "): " + cell(it->second.counter("compiled"), "%.0f") +
+                           " kernels compiled inside the timed loop");
+    }
+  }
+
+  std::printf("\nMachine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
+              cell(bandwidth ? std::optional<double>(*bandwidth / 1e9) : std::nullopt, "%.1f").c_str(),
+              cell(gflops, "%.0f").c_str());
+  std::printf("| workload | libtorch (ms, best threads) | kiln eager | kiln lazy | libtorch / kiln lazy | floor (ms) "
+              "| share of floor | kernels per step |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Row& r : rows) {
+    const auto share = ratio(r.floor_ms, r.lazy_ms);
+    std::printf("| %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), cell(r.libtorch_ms).c_str(),
+                r.libtorch_threads.c_str(), cell(r.eager_ms).c_str(), cell(r.lazy_ms).c_str(),
+                (cell(ratio(r.libtorch_ms, r.lazy_ms), "%.2f") + (r.libtorch_ms ? "x" : "")).c_str(),
+                cell(r.floor_ms).c_str(), (share ? cell(*share * 100, "%.0f") + "%" : "-").c_str(),
+                cell(r.launches, "%.0f").c_str());
+  }
+  std::printf("\nchecks: %s\n", problems.empty() ? "all sides agree, nothing compiled while timed" : "PROBLEMS");
+  for (const auto& p : problems) std::printf("  %s\n", p.c_str());
+
+  if (!o.json.empty()) {
+    json out = {{"limits", {{"triad_bytes_per_second", to_json(bandwidth)}, {"sgemm_gflops", to_json(gflops)}}},
+                {"problems", problems}, {"table", json::array()}, {"runs", json::object()}};
+    for (const Row& r : rows)
+      out["table"].push_back({{"workload", r.workload}, {"libtorch_ms", to_json(r.libtorch_ms)},
+                              {"libtorch_threads", r.libtorch_threads}, {"kiln_eager_ms", to_json(r.eager_ms)},
+                              {"kiln_lazy_ms", to_json(r.lazy_ms)}, {"ratio", to_json(ratio(r.libtorch_ms, r.lazy_ms))},
+                              {"floor_ms", to_json(r.floor_ms)}, {"share_of_floor", to_json(ratio(r.floor_ms, r.lazy_ms))},
+                              {"kernels_per_step", to_json(r.launches)}});
+    for (const auto& [side, results] : sides)
+      for (const auto& [name, m] : results) out["runs"][side][name] = {{"ms", m.ms}, {"counters", m.counters}};
+    std::ofstream file(o.json);
+    file << out.dump(1) << "\n";
+    if (!file) throw Error("bench: cannot write " + o.json);
+  }
+  if (!o.plot.empty()) {
+    // Speed relative to libtorch (or to kiln eager without it): above 1 is faster.
+    BarChart chart;
+    const bool have_libtorch = !libtorch.empty();
+    chart.title = have_libtorch ? "Speed relative to libtorch 1.13 (best of 1 and 2 threads), log scale"
+                                : "Speed relative to kiln eager, log scale";
+    chart.series = {{"kiln eager", "#9ecae1", {}}, {"kiln lazy", "#e6550d", {}}, {"floor", "#636363", {}}};
+    for (const Row& r : rows) {
+      const auto base = have_libtorch ? r.libtorch_ms : r.eager_ms;
+      chart.categories.push_back(r.workload);
+      chart.series[0].values.push_back(ratio(base, r.eager_ms));
+      chart.series[1].values.push_back(ratio(base, r.lazy_ms));
+      chart.series[2].values.push_back(ratio(base, r.floor_ms));
+    }
+    write_svg(chart, o.plot);
+  }
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace kiln::cli
