@@ -8,7 +8,7 @@ namespace kiln::cli {
 
 struct BarChart {
   struct Series {
-    std::string name, colour;                  // colour: any SVG colour, "#e6550d"
+    std::string name, colour;                   // colour: any SVG colour, "#e6550d"
     std::vector<std::optional<double>> values;  // one per category; missing values draw no bar
   };
   std::string title;

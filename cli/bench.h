@@ -9,15 +9,15 @@
 namespace kiln::cli {
 
 struct BenchOptions {
-  double min_time = 0.5;   // seconds per workload and side (Google Benchmark's --benchmark_min_time)
-  int repetitions = 1;     // > 1: each figure is the median of this many runs
-  std::string filter;      // regular expression over workload names; empty: all
-  std::string json;        // write the table and every run here
-  std::string plot;        // write an SVG bar chart here
-  std::string libtorch;    // bench_workloads_libtorch; empty: look beside this program's build
+  double min_time = 0.5;  // seconds per workload and side (Google Benchmark's --benchmark_min_time)
+  int repetitions = 1;    // > 1: each figure is the median of this many runs
+  std::string filter;     // regular expression over workload names; empty: all
+  std::string json;       // write the table and every run here
+  std::string plot;       // write an SVG bar chart here
+  std::string libtorch;   // bench_workloads_libtorch; empty: look beside this program's build
   bool no_libtorch = false;
   bool no_eager = false;
-  int threads = 0;         // kiln's threads; 0: KILN_NUM_THREADS or all cores
+  int threads = 0;  // kiln's threads; 0: KILN_NUM_THREADS or all cores
 };
 
 // Returns the process exit status: 1 when the sides disagree on a workload's check value or a

@@ -23,8 +23,8 @@ struct KilnCounters {
   kiln::Stats before = kiln::stats();
   void report(benchmark::State& state) const {
     const auto after = kiln::stats();
-    state.counters["launches"] =
-        benchmark::Counter(double(after.kernel_launches - before.kernel_launches), benchmark::Counter::kAvgIterations);
+    state.counters["launches"] = benchmark::Counter(
+        double(after.kernel_launches - before.kernel_launches), benchmark::Counter::kAvgIterations);
     state.counters["compiled"] = double(after.kernels_compiled - before.kernels_compiled);
   }
 };
@@ -89,8 +89,9 @@ static void BM_TinyOps(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(run());
   k.report(state);
   set_floor_counters(state, 0, 0, check);
-  state.counters["per_op_ns"] = benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
-                                                                           benchmark::Counter::kInvert);
+  state.counters["per_op_ns"] =
+      benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
+                                                  benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_TinyOps)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -203,8 +204,8 @@ static void BM_MlpStep(benchmark::State& state) {
     benchmark::DoNotOptimize(loss);
     return loss;
   };
-  step();                                     // compiles the first step's kernels
-  const float check = step().item<float>();   // and the steady state's (Adam's moments exist)
+  step();                                    // compiles the first step's kernels
+  const float check = step().item<float>();  // and the steady state's (Adam's moments exist)
   KilnCounters k;
   for (auto _ : state) step();
   k.report(state);
@@ -261,7 +262,8 @@ static void BM_Sgemm(benchmark::State& state) {
   k.report(state);
   const double flops = 2.0 * N * N * N;
   set_floor_counters(state, 0, flops, check);
-  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -269,4 +271,3 @@ static void BM_Triad1(benchmark::State& state) { triad(state, 1); }
 static void BM_Triad2(benchmark::State& state) { triad(state, 2); }
 BENCHMARK(BM_Triad1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Triad2)->Unit(benchmark::kMillisecond)->UseRealTime();
-
