@@ -122,7 +122,15 @@ ClassTerms class_terms(const Tensor& log_probs, const Tensor& target, const Tens
   terms.ignored = target == ignore_index;
   // Ignored targets read class 0 (any valid index) and are then weighted by zero.
   Tensor safe_target = where(terms.ignored, Scalar(0), target);
-  Tensor picked = log_probs.gather(class_dim, safe_target.unsqueeze(class_dim)).squeeze(class_dim);
+  // log p[target] as a sum over the classes of a one-hot `where`, not a gather: it fuses into
+  // log_softmax's row kernels (a gather is a kernel boundary that would write log p to memory),
+  // and its gradient is the one-hot `where` again, elementwise and fused, where a gather's is a
+  // scatter into a tensor of zeros. The sum adds one value to zeros: exact.
+  Shape along_classes(log_probs.dim(), 1);
+  along_classes[class_dim] = log_probs.size(class_dim);
+  Tensor classes = arange(log_probs.size(class_dim), TensorOptions(kLong)).reshape(along_classes);
+  Tensor one_hot = classes == safe_target.unsqueeze(class_dim);
+  Tensor picked = where(one_hot, log_probs, Scalar(0)).sum(class_dim);
   terms.target_weight = logical_not(terms.ignored).to(log_probs.dtype());
   if (weight.defined())
     terms.target_weight = terms.target_weight *

@@ -1,8 +1,10 @@
 // What fusion promises, counted: kernel launches per program, and no new kernels when only sizes
 // or scalar values change. Run on the Halide backend whatever KILN_BACKEND says.
 #include <gtest/gtest.h>
-
 #include <kiln/torch.h>
+
+#include <cmath>
+#include <limits>
 
 #include "runtime/config.h"
 
@@ -67,7 +69,8 @@ TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
 TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
   HalideBackend halide;
   torch::manual_seed(0);
-  torch::nn::Sequential net(torch::nn::Linear(20, 32), torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
+  torch::nn::Sequential net(torch::nn::Linear(20, 32),
+                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
                             torch::nn::GELU(), torch::nn::Linear(32, 5));
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-2));
   auto step = [&](int64_t batch, double lr) {
@@ -91,4 +94,38 @@ TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
   });
   EXPECT_EQ(s.kernels_compiled + s.kernels_loaded, 0);
   EXPECT_GT(s.kernel_launches, 0);
+}
+
+// Row maxima and minima run in vectors with a scalar tail (codegen/halide/lower.cpp); NaN must win
+// wherever it sits, -inf rows stay -inf, and rows shorter than a vector work too.
+TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
+  for (int64_t width : {1000, 37, 5}) {
+    std::vector<float> data(size_t(4 * width));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = float((i * 7919) % 1013) - 500.0f;
+    const float inf = std::numeric_limits<float>::infinity(),
+                nan = std::numeric_limits<float>::quiet_NaN();
+    data[size_t(width / 2)] = nan;      // row 0: NaN in a whole vector
+    data[size_t(2 * width - 1)] = nan;  // row 1: NaN in the tail
+    for (int64_t i = 0; i < width; ++i) data[size_t(2 * width + i)] = -inf;  // row 2: all -inf
+    data[size_t(3 * width + width - 1)] = 1e6f;  // row 3: the maximum last
+    auto run = [&](const std::string& backend) {
+      const std::string saved = kiln::config().backend;
+      kiln::config().backend = backend;
+      torch::Tensor x = torch::from_blob(data.data(), {4, width}, torch::kFloat).clone();
+      auto out = torch::cat({x.amax(1), x.amin(1), (x * 2).amax(1)}).to_vector<float>();
+      kiln::config().backend = saved;
+      return out;
+    };
+    const auto fused = run("halide"), reference = run("interp");
+    ASSERT_EQ(fused.size(), reference.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      if (std::isnan(reference[i]))
+        EXPECT_TRUE(std::isnan(fused[i])) << "width " << width << " value " << i;
+      else
+        EXPECT_EQ(fused[i], reference[i]) << "width " << width << " value " << i;
+    }
+    EXPECT_TRUE(std::isnan(reference[0]) && std::isnan(reference[1]));
+    EXPECT_EQ(reference[2], -inf);
+    EXPECT_EQ(reference[3], 1e6f);
+  }
 }

@@ -333,13 +333,15 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   std::vector<Expr> lhs_e(vars.begin(), vars.end());
   auto element = [&](const Func& f, size_t j) { return n == 1 ? Expr(f(lhs_e)) : Expr(f(lhs_e)[j]); };
 
-  // Sums whose innermost dim is reduced (rows: softmax, LayerNorm; not pooling's short windows)
-  // are summed in vectors: lane u of `partial` adds the elements u, u + vec, u + 2 vec, ... of the
-  // row's whole vectors; then the lanes are added, then the row's last (extent % vec) elements.
-  // (Whole vectors only: clamping the tail's indices instead made every load a gather.)
-  bool sums_only = true;
-  for (int j : k.reduces) sums_only &= k.nodes[j].node->op == Op::Sum;
-  const bool lanes = k.reduced.back() && sums_only && !k.narrow_rows();
+  // Reductions whose innermost dim is reduced (rows: softmax, LayerNorm; not pooling's short
+  // windows) run in vectors: lane u of `partial` reduces the elements u, u + vec, u + 2 vec, ... of
+  // the row's whole vectors; then the lanes are combined (by the same update: sum, product, max and
+  // min all combine partial results as they combine elements), then the row's last (extent % vec)
+  // elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
+  // Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
+  bool numeric = true;
+  for (int j : k.reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
+  const bool lanes = k.reduced.back() && numeric && !k.narrow_rows();
   const Expr inner_extent = L.extents[rank - 1];
   const Expr whole = inner_extent / vec * vec;  // elements of a row in whole vectors
   Var u("u");
@@ -402,9 +404,9 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     RDom lane(0, vec);
     std::vector<Expr> from{lane.x};
     from.insert(from.end(), vars.begin(), vars.end());
-    std::vector<Expr> sums;
-    for (size_t j = 0; j < n; ++j) sums.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
-    define_update(acc, lhs_e, sums);
+    std::vector<Expr> partials;
+    for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+    define_update(acc, lhs_e, partials);
     RDom tail = reduced_domain(Range(whole, inner_extent - whole));
     define_update(acc, lhs_e, values_at(tail, tail[0]));
   } else {
