@@ -109,32 +109,35 @@ Tensor weight_along_classes(const Tensor& weight, const Tensor& input, int64_t c
 }
 
 // The per-element pieces class-index losses share: -log p[target] times the target's class
-// weight (zero where the target is ignored), and that weight.
+// weight (zero where the target is ignored), and that weight. log p = scores - log_normalizer:
+// nll_loss's input is log p already (no normalizer); cross_entropy's is the logits, normalized by
+// their log-sum-exp, so that log p itself never needs to exist.
 struct ClassTerms {
   Tensor ignored;        // bool, target's shape
   Tensor target_weight;  // input's dtype, target's shape
   Tensor nll;            // unreduced, target's shape
 };
 
-ClassTerms class_terms(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                       int64_t class_dim) {
+ClassTerms class_terms(const Tensor& scores, const Tensor& log_normalizer, const Tensor& target, const Tensor& weight,
+                       int64_t ignore_index, int64_t class_dim) {
   ClassTerms terms;
   terms.ignored = target == ignore_index;
   // Ignored targets read class 0 (any valid index) and are then weighted by zero.
   Tensor safe_target = where(terms.ignored, Scalar(0), target);
-  // log p[target] as a sum over the classes of a one-hot `where`, not a gather: it fuses into
-  // log_softmax's row kernels (a gather is a kernel boundary that would write log p to memory),
-  // and its gradient is the one-hot `where` again, elementwise and fused, where a gather's is a
-  // scatter into a tensor of zeros. The sum adds one value to zeros: exact.
-  Shape along_classes(log_probs.dim(), 1);
-  along_classes[class_dim] = log_probs.size(class_dim);
-  Tensor classes = arange(log_probs.size(class_dim), TensorOptions(kLong)).reshape(along_classes);
+  // scores[target] as a sum over the classes of a one-hot `where`, not a gather: it fuses into
+  // the kernels that read the scores' rows anyway (a gather is a kernel boundary that would write
+  // log_softmax's output to memory), and its gradient is the one-hot `where` again, elementwise,
+  // where a gather's is a scatter into a tensor of zeros. The sum adds one value to zeros: exact.
+  Shape along_classes(scores.dim(), 1);
+  along_classes[class_dim] = scores.size(class_dim);
+  Tensor classes = arange(scores.size(class_dim), TensorOptions(kLong)).reshape(along_classes);
   Tensor one_hot = classes == safe_target.unsqueeze(class_dim);
-  Tensor picked = where(one_hot, log_probs, Scalar(0)).sum(class_dim);
-  terms.target_weight = logical_not(terms.ignored).to(log_probs.dtype());
+  Tensor picked = where(one_hot, scores, Scalar(0)).sum(class_dim);
+  if (log_normalizer.defined()) picked = picked - log_normalizer;
+  terms.target_weight = logical_not(terms.ignored).to(scores.dtype());
   if (weight.defined())
     terms.target_weight = terms.target_weight *
-                          weight.to(log_probs.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
+                          weight.to(scores.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
   terms.nll = -(picked * terms.target_weight);
   return terms;
 }
@@ -185,7 +188,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const Reduce r = parse_reduction(reduction, "nll_loss");
   const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
   check_class_weight(weight, log_probs, class_dim, "nll_loss");
-  ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
+  ClassTerms terms = class_terms(log_probs, Tensor(), target, weight, ignore_index, class_dim);
   Tensor loss = reduce_by_weight(terms.nll, r, terms.target_weight);
   return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
 }
@@ -203,10 +206,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
   const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
   check_class_weight(weight, logits, class_dim, op);
-  Tensor log_probs = log_softmax(logits, class_dim);
-  ClassTerms terms = class_terms(log_probs, target, weight, ignore_index, class_dim);
+  // log p = logits - logsumexp(logits): the picked logits and the row maxima are one pass over
+  // the logits, the sum of exponentials a second, and the gradient a third.
+  Tensor log_normalizer = logsumexp(logits, {class_dim}, /*keepdim=*/true);
+  ClassTerms terms = class_terms(logits, log_normalizer.squeeze(class_dim), target, weight, ignore_index, class_dim);
   Tensor nll = reduce_by_weight(terms.nll, r, terms.target_weight);
   if (label_smoothing == 0) return logits.dim() <= 2 ? named(nll, "NllLossBackward0", {logits}) : nll;
+  Tensor log_probs = logits - log_normalizer;
   // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
   Tensor all_classes = weight.defined()
                            ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)

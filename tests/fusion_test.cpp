@@ -129,3 +129,34 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
     EXPECT_EQ(reference[3], 1e6f);
   }
 }
+
+// Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its
+// loss and gradient match the interpreter's, ignored targets and class weights included.
+TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
+  auto run = [](const std::string& backend) {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = backend;
+    torch::manual_seed(5);
+    auto logits = (torch::randn({64, 100}) * 4).requires_grad_();
+    std::vector<int64_t> classes(64);
+    for (size_t i = 0; i < classes.size(); ++i)
+      classes[i] = i % 7 == 0 ? -100 : int64_t(i * 37 % 100);  // -100: ignored
+    auto target = torch::from_blob(classes.data(), {64}, torch::kLong).clone();
+    auto weight = torch::rand({100}) + 0.5;
+    auto loss =
+        torch::nn::functional::cross_entropy(logits, target) +
+        torch::nn::functional::cross_entropy(
+            logits, target,
+            torch::nn::functional::CrossEntropyFuncOptions().weight(weight).label_smoothing(0.1));
+    loss.backward();
+    std::vector<float> out = loss.reshape({1}).to_vector<float>();
+    auto g = logits.grad().to_vector<float>();
+    out.insert(out.end(), g.begin(), g.end());
+    kiln::config().backend = saved;
+    return out;
+  };
+  const auto fused = run("halide"), reference = run("interp");
+  ASSERT_EQ(fused.size(), reference.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+}
