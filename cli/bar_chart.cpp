@@ -16,23 +16,12 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
     }
   }
   return out;
@@ -46,8 +35,7 @@ void write_svg(const BarChart& chart, const std::string& path) {
   for (const auto& s : chart.series)
     for (const auto& v : s.values)
       if (v && *v > 0) lo = std::min(lo, *v), hi = std::max(hi, *v);
-  const double decade_lo = std::floor(std::log10(lo)),
-               decade_hi = std::max(std::ceil(std::log10(hi)), decade_lo + 1);
+  const double decade_lo = std::floor(std::log10(lo)), decade_hi = std::max(std::ceil(std::log10(hi)), decade_lo + 1);
 
   const double label_width = 170, plot_width = 560, bar = 12, gap = 10, top = 50, legend = 30;
   const double group = bar * double(chart.series.size()) + gap;
@@ -64,31 +52,29 @@ void write_svg(const BarChart& chart, const std::string& path) {
       << "<text x=\"10\" y=\"24\" font-size=\"14\">" << escape(chart.title) << "</text>\n";
   for (double d = decade_lo; d <= decade_hi; ++d) {  // grid and tick labels
     const double x = x_of(std::pow(10, d));
-    svg << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\""
-        << top + plot_height << "\" stroke=\"" << (d == 0 ? "black" : "#dddddd") << "\"/>\n"
-        << "<text x=\"" << x << "\" y=\"" << top + plot_height + 16 << "\" text-anchor=\"middle\">"
-        << std::pow(10, d) << "x</text>\n";
+    svg << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\"" << top + plot_height
+        << "\" stroke=\"" << (d == 0 ? "black" : "#dddddd") << "\"/>\n"
+        << "<text x=\"" << x << "\" y=\"" << top + plot_height + 16 << "\" text-anchor=\"middle\">" << std::pow(10, d)
+        << "x</text>\n";
   }
   for (size_t c = 0; c < chart.categories.size(); ++c) {
     const double y0 = top + group * double(c);
-    svg << "<text x=\"" << label_width - 8 << "\" y=\"" << y0 + group / 2
-        << "\" text-anchor=\"end\">" << escape(chart.categories[c]) << "</text>\n";
+    svg << "<text x=\"" << label_width - 8 << "\" y=\"" << y0 + group / 2 << "\" text-anchor=\"end\">"
+        << escape(chart.categories[c]) << "</text>\n";
     for (size_t s = 0; s < chart.series.size(); ++s) {
       const auto& v = chart.series[s].values.at(c);
       if (!v || *v <= 0) continue;
-      const double x = x_of(*v), y = y0 + bar * double(s), x1 = std::min(x, x_of(1)),
-                   x2 = std::max(x, x_of(1));
-      svg << "<rect x=\"" << x1 << "\" y=\"" << y << "\" width=\"" << std::max(x2 - x1, 1.0)
-          << "\" height=\"" << bar - 2 << "\" fill=\"" << chart.series[s].colour << "\"><title>"
-          << escape(chart.series[s].name) << ": " << *v << "</title></rect>\n";
+      const double x = x_of(*v), y = y0 + bar * double(s), x1 = std::min(x, x_of(1)), x2 = std::max(x, x_of(1));
+      svg << "<rect x=\"" << x1 << "\" y=\"" << y << "\" width=\"" << std::max(x2 - x1, 1.0) << "\" height=\""
+          << bar - 2 << "\" fill=\"" << chart.series[s].colour << "\"><title>" << escape(chart.series[s].name) << ": "
+          << *v << "</title></rect>\n";
     }
   }
   double lx = label_width;
   const double ly = top + plot_height + 40;
   for (const auto& s : chart.series) {  // legend
-    svg << "<rect x=\"" << lx << "\" y=\"" << ly - 10 << "\" width=\"12\" height=\"12\" fill=\""
-        << s.colour << "\"/><text x=\"" << lx + 16 << "\" y=\"" << ly << "\">" << escape(s.name)
-        << "</text>\n";
+    svg << "<rect x=\"" << lx << "\" y=\"" << ly - 10 << "\" width=\"12\" height=\"12\" fill=\"" << s.colour
+        << "\"/><text x=\"" << lx + 16 << "\" y=\"" << ly << "\">" << escape(s.name) << "</text>\n";
     lx += 30 + 7.0 * double(s.name.size());
   }
   svg << "</svg>\n";

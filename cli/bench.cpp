@@ -51,11 +51,9 @@ class Collector : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       const std::string name = workload_name(run.run_name.str());
-      if (run.error_occurred)
-        throw Error("bench: " + name + " (" + side_ + ") failed: " + run.error_message);
+      if (run.error_occurred) throw Error("bench: " + name + " (" + side_ + ") failed: " + run.error_message);
       if (medians_ ? run.aggregate_name != "median" : run.run_type != Run::RT_Iteration) continue;
-      Measurement m{
-          run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e3, {}};
+      Measurement m{run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e3, {}};
       for (const auto& [key, counter] : run.counters) m.counters[key] = counter.value;
       std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n", side_.c_str(), name.c_str(), m.ms);
       if (std::find(order_.begin(), order_.end(), name) == order_.end()) order_.push_back(name);
@@ -72,8 +70,7 @@ class Collector : public benchmark::BenchmarkReporter {
 
 // Google Benchmark reads its settings from flags; they are set once per process.
 void set_benchmark_flags(const BenchOptions& o) {
-  std::vector<std::string> args = {"kiln bench",
-                                   "--benchmark_min_time=" + std::to_string(o.min_time),
+  std::vector<std::string> args = {"kiln bench", "--benchmark_min_time=" + std::to_string(o.min_time),
                                    "--benchmark_repetitions=" + std::to_string(o.repetitions),
                                    "--benchmark_report_aggregates_only=true"};
   std::vector<char*> argv;
@@ -111,24 +108,20 @@ std::string run_program(const std::vector<std::string>& args, int threads) {
   close(pipe_fds[1]);
   std::string out;
   char buffer[4096];
-  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
-    out.append(buffer, size_t(n));
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, size_t(n));
   close(pipe_fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
   if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("bench: " + args[0] + " failed (status " + std::to_string(WEXITSTATUS(status)) +
-                ")");
+    throw Error("bench: " + args[0] + " failed (status " + std::to_string(WEXITSTATUS(status)) + ")");
   return out;
 }
 
 Side run_libtorch(const BenchOptions& o, const std::string& program, int threads) {
-  std::fprintf(stderr, "running libtorch at %d thread%s: %s\n", threads, threads > 1 ? "s" : "",
-               program.c_str());
-  std::vector<std::string> args = {program, "--benchmark_format=json",
-                                   "--benchmark_min_time=" + std::to_string(o.min_time),
-                                   "--benchmark_repetitions=" + std::to_string(o.repetitions),
-                                   "--benchmark_report_aggregates_only=true"};
+  std::fprintf(stderr, "running libtorch at %d thread%s: %s\n", threads, threads > 1 ? "s" : "", program.c_str());
+  std::vector<std::string> args = {
+      program, "--benchmark_format=json", "--benchmark_min_time=" + std::to_string(o.min_time),
+      "--benchmark_repetitions=" + std::to_string(o.repetitions), "--benchmark_report_aggregates_only=true"};
   if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
   const json report = json::parse(run_program(args, threads));
   Side side;
@@ -141,10 +134,9 @@ Side run_libtorch(const BenchOptions& o, const std::string& program, int threads
                                                        : 1;
     Measurement m{b["real_time"].get<double>() / per_second * 1e3, {}};
     for (const auto& [key, value] : b.items())
-      if (value.is_number() && key != "real_time" && key != "cpu_time")
-        m.counters[key] = value.get<double>();
-    std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n",
-                 ("libtorch " + std::to_string(threads) + "t").c_str(), name.c_str(), m.ms);
+      if (value.is_number() && key != "real_time" && key != "cpu_time") m.counters[key] = value.get<double>();
+    std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n", ("libtorch " + std::to_string(threads) + "t").c_str(),
+                 name.c_str(), m.ms);
     side[name] = m;
   }
   return side;
@@ -157,8 +149,7 @@ std::string find_libtorch_program() {
   if (ec) return "";
   for (const auto& candidate : {self.parent_path() / ".." / "perf" / "bench_workloads_libtorch",
                                 self.parent_path() / "bench_workloads_libtorch"})
-    if (std::filesystem::exists(candidate))
-      return std::filesystem::weakly_canonical(candidate).string();
+    if (std::filesystem::exists(candidate)) return std::filesystem::weakly_canonical(candidate).string();
   return "";
 }
 
@@ -185,9 +176,7 @@ json to_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 int bench(const BenchOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
-  std::string libtorch = o.no_libtorch        ? ""
-                         : o.libtorch.empty() ? find_libtorch_program()
-                                              : o.libtorch;
+  std::string libtorch = o.no_libtorch ? "" : o.libtorch.empty() ? find_libtorch_program() : o.libtorch;
   if (!o.no_libtorch && libtorch.empty())
     std::fprintf(stderr,
                  "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build "
@@ -199,8 +188,7 @@ int bench(const BenchOptions& o) {
   sides["kiln lazy"] = run_kiln(o, true, order);
   if (!o.no_eager) sides["kiln eager"] = run_kiln(o, false, order);
   if (!libtorch.empty())
-    for (int threads : {1, 2})
-      sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
+    for (int threads : {1, 2}) sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
 
   // The machine's limits: the best figure any side reached.
   std::optional<double> bandwidth, gflops;
@@ -225,8 +213,7 @@ int bench(const BenchOptions& o) {
       return it == s->second.end() ? nullptr : &it->second;
     };
     for (const char* side : {"libtorch 1t", "libtorch 2t"})
-      if (const Measurement* m = figure(side);
-          m && (!row.libtorch_ms || m->ms < *row.libtorch_ms)) {
+      if (const Measurement* m = figure(side); m && (!row.libtorch_ms || m->ms < *row.libtorch_ms)) {
         row.libtorch_ms = m->ms;
         row.libtorch_threads = std::string(side).substr(9);
       }
@@ -234,8 +221,7 @@ int bench(const BenchOptions& o) {
     const Measurement* lazy = figure("kiln lazy");
     row.lazy_ms = lazy->ms;
     row.launches = lazy->counter("launches");
-    if (auto bytes = lazy->counter("bytes"); bytes && bandwidth)
-      row.floor_ms = *bytes / *bandwidth * 1e3;
+    if (auto bytes = lazy->counter("bytes"); bytes && bandwidth) row.floor_ms = *bytes / *bandwidth * 1e3;
     if (auto flops = lazy->counter("flops"); flops && gflops)
       row.floor_ms = std::max(row.floor_ms.value_or(0), *flops / (*gflops * 1e9) * 1e3);
     rows.push_back(row);
@@ -246,46 +232,38 @@ int bench(const BenchOptions& o) {
       auto it = results.find(name);
       if (it == results.end()) continue;
       const auto check = it->second.counter("check");
-      if (reference && check &&
-          std::abs(*check - *reference) > 1e-3 * std::max(std::abs(*reference), 1e-6))
-        problems.push_back(name + ": check " + cell(check, "%.6g") + " (" + side +
-                           ") differs from " + cell(reference, "%.6g") + " (kiln lazy)");
+      if (reference && check && std::abs(*check - *reference) > 1e-3 * std::max(std::abs(*reference), 1e-6))
+        problems.push_back(name + ": check " + cell(check, "%.6g") + " (" + side + ") differs from " +
+                           cell(reference, "%.6g") + " (kiln lazy)");
       if (it->second.counter("compiled").value_or(0) > 0)
-        problems.push_back(name + " (" + side +
-                           "): " + cell(it->second.counter("compiled"), "%.0f") +
+        problems.push_back(name + " (" + side + "): " + cell(it->second.counter("compiled"), "%.0f") +
                            " kernels compiled inside the timed loop");
     }
   }
 
-  std::printf(
-      "\nMachine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
-      cell(bandwidth ? std::optional<double>(*bandwidth / 1e9) : std::nullopt, "%.1f").c_str(),
-      cell(gflops, "%.0f").c_str());
+  std::printf("\nMachine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
+              cell(bandwidth ? std::optional<double>(*bandwidth / 1e9) : std::nullopt, "%.1f").c_str(),
+              cell(gflops, "%.0f").c_str());
   std::printf(
       "| workload | libtorch (ms, best threads) | kiln eager | kiln lazy | libtorch / kiln lazy | "
       "floor (ms) "
       "| share of floor | kernels per step |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
     const auto share = ratio(r.floor_ms, r.lazy_ms);
-    std::printf(
-        "| %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(),
-        cell(r.libtorch_ms).c_str(), r.libtorch_threads.c_str(), cell(r.eager_ms).c_str(),
-        cell(r.lazy_ms).c_str(),
-        (cell(ratio(r.libtorch_ms, r.lazy_ms), "%.2f") + (r.libtorch_ms ? "x" : "")).c_str(),
-        cell(r.floor_ms).c_str(), (share ? cell(*share * 100, "%.0f") + "%" : "-").c_str(),
-        cell(r.launches, "%.0f").c_str());
+    std::printf("| %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), cell(r.libtorch_ms).c_str(),
+                r.libtorch_threads.c_str(), cell(r.eager_ms).c_str(), cell(r.lazy_ms).c_str(),
+                (cell(ratio(r.libtorch_ms, r.lazy_ms), "%.2f") + (r.libtorch_ms ? "x" : "")).c_str(),
+                cell(r.floor_ms).c_str(), (share ? cell(*share * 100, "%.0f") + "%" : "-").c_str(),
+                cell(r.launches, "%.0f").c_str());
   }
-  std::printf("\nchecks: %s\n",
-              problems.empty() ? "all sides agree, nothing compiled while timed" : "PROBLEMS");
+  std::printf("\nchecks: %s\n", problems.empty() ? "all sides agree, nothing compiled while timed" : "PROBLEMS");
   for (const auto& p : problems) std::printf("  %s\n", p.c_str());
 
   if (!o.json.empty()) {
-    json out = {
-        {"limits",
-         {{"triad_bytes_per_second", to_json(bandwidth)}, {"sgemm_gflops", to_json(gflops)}}},
-        {"problems", problems},
-        {"table", json::array()},
-        {"runs", json::object()}};
+    json out = {{"limits", {{"triad_bytes_per_second", to_json(bandwidth)}, {"sgemm_gflops", to_json(gflops)}}},
+                {"problems", problems},
+                {"table", json::array()},
+                {"runs", json::object()}};
     for (const Row& r : rows)
       out["table"].push_back({{"workload", r.workload},
                               {"libtorch_ms", to_json(r.libtorch_ms)},
@@ -297,8 +275,7 @@ int bench(const BenchOptions& o) {
                               {"share_of_floor", to_json(ratio(r.floor_ms, r.lazy_ms))},
                               {"kernels_per_step", to_json(r.launches)}});
     for (const auto& [side, results] : sides)
-      for (const auto& [name, m] : results)
-        out["runs"][side][name] = {{"ms", m.ms}, {"counters", m.counters}};
+      for (const auto& [name, m] : results) out["runs"][side][name] = {{"ms", m.ms}, {"counters", m.counters}};
     std::ofstream file(o.json);
     file << out.dump(1) << "\n";
     if (!file) throw Error("bench: cannot write " + o.json);
@@ -307,11 +284,9 @@ int bench(const BenchOptions& o) {
     // Speed relative to libtorch (or to kiln eager without it): above 1 is faster.
     BarChart chart;
     const bool have_libtorch = !libtorch.empty();
-    chart.title = have_libtorch
-                      ? "Speed relative to libtorch 1.13 (best of 1 and 2 threads), log scale"
-                      : "Speed relative to kiln eager, log scale";
-    chart.series = {
-        {"kiln eager", "#9ecae1", {}}, {"kiln lazy", "#e6550d", {}}, {"floor", "#636363", {}}};
+    chart.title = have_libtorch ? "Speed relative to libtorch 1.13 (best of 1 and 2 threads), log scale"
+                                : "Speed relative to kiln eager, log scale";
+    chart.series = {{"kiln eager", "#9ecae1", {}}, {"kiln lazy", "#e6550d", {}}, {"floor", "#636363", {}}};
     for (const Row& r : rows) {
       const auto base = have_libtorch ? r.libtorch_ms : r.eager_ms;
       chart.categories.push_back(r.workload);

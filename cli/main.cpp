@@ -19,16 +19,13 @@ void print_info() {
   std::printf("kiln %s\n", kiln::version());
   std::printf("backends:\n");
   std::printf("  interp   reference interpreter (KILN_BACKEND=interp)\n");
-  std::printf("  halide   CPU, target %s (default)\n",
-              kiln::codegen::halide::target_name().c_str());
+  std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::target_name().c_str());
   void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  std::printf(
-      "  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
-      cuda ? "found" : "not found");
+  std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
+              cuda ? "found" : "not found");
   if (cuda) dlclose(cuda);
   std::printf("threads: %d\n", kiln::get_num_threads());
-  std::printf("cache: %s (%.1f MiB)\n", kiln::cache_root().c_str(),
-              double(kiln::cache_size_bytes()) / (1 << 20));
+  std::printf("cache: %s (%.1f MiB)\n", kiln::cache_root().c_str(), double(kiln::cache_size_bytes()) / (1 << 20));
 }
 
 }  // namespace
@@ -48,52 +45,38 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--batch-size", train.batch_size, "Samples per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  train_cmd->add_option("--lr", train.lr, "Learning rate")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  train_cmd
-      ->add_option("--optimizer", train.optimizer, "adam, adamw, sgd (momentum 0.9) or rmsprop")
+  train_cmd->add_option("--lr", train.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--optimizer", train.optimizer, "adam, adamw, sgd (momentum 0.9) or rmsprop")
       ->check(CLI::IsMember({"adam", "adamw", "sgd", "rmsprop"}))
       ->capture_default_str();
-  train_cmd
-      ->add_option("--threads", train.threads,
-                   "Threads for kernels (0: KILN_NUM_THREADS or all cores)")
+  train_cmd->add_option("--threads", train.threads, "Threads for kernels (0: KILN_NUM_THREADS or all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   train_cmd->add_option("--save", train.save, "Write the trained weights to this safetensors file");
-  train_cmd->add_option("--seed", train.seed, "Seed for initialization and shuffling")
-      ->capture_default_str();
+  train_cmd->add_option("--seed", train.seed, "Seed for initialization and shuffling")->capture_default_str();
   train_cmd->add_option("--data", train.data_dir,
                         "Folder with the Fashion-MNIST IDX files (default: KILN_DATA_DIR or "
                         "/usr/share/datasets/fashion-mnist)");
 
   kiln::cli::BenchOptions bench;
-  CLI::App* bench_cmd =
-      app.add_subcommand("bench", "Time the workloads of perf/workloads.cpp against libtorch");
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time the workloads of perf/workloads.cpp against libtorch");
   bench_cmd->add_option("--min-time", bench.min_time, "Seconds per workload and side")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  bench_cmd
-      ->add_option("--repetitions", bench.repetitions,
-                   "Runs per figure; more than 1 reports medians")
+  bench_cmd->add_option("--repetitions", bench.repetitions, "Runs per figure; more than 1 reports medians")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  bench_cmd->add_option("--filter", bench.filter,
-                        "Regular expression over workload names (default: all)");
+  bench_cmd->add_option("--filter", bench.filter, "Regular expression over workload names (default: all)");
   bench_cmd->add_option("--json", bench.json, "Write the table and every run to this file");
-  bench_cmd->add_option("--plot", bench.plot,
-                        "Write a bar chart of the speed-ups to this SVG file");
+  bench_cmd->add_option("--plot", bench.plot, "Write a bar chart of the speed-ups to this SVG file");
   auto* libtorch_opt =
       bench_cmd
-          ->add_option(
-              "--libtorch", bench.libtorch,
-              "perf/bench_workloads_libtorch to run (default: the one of this build, if built)")
+          ->add_option("--libtorch", bench.libtorch,
+                       "perf/bench_workloads_libtorch to run (default: the one of this build, if built)")
           ->check(CLI::ExistingFile);
-  bench_cmd->add_flag("--no-libtorch", bench.no_libtorch, "Leave the libtorch column empty")
-      ->excludes(libtorch_opt);
+  bench_cmd->add_flag("--no-libtorch", bench.no_libtorch, "Leave the libtorch column empty")->excludes(libtorch_opt);
   bench_cmd->add_flag("--no-eager", bench.no_eager, "Skip kiln's eager column");
-  bench_cmd
-      ->add_option("--threads", bench.threads, "kiln's threads (0: KILN_NUM_THREADS or all cores)")
+  bench_cmd->add_option("--threads", bench.threads, "kiln's threads (0: KILN_NUM_THREADS or all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 

@@ -23,8 +23,8 @@ struct KilnCounters {
   kiln::Stats before = kiln::stats();
   void report(benchmark::State& state) const {
     const auto after = kiln::stats();
-    state.counters["launches"] = benchmark::Counter(
-        double(after.kernel_launches - before.kernel_launches), benchmark::Counter::kAvgIterations);
+    state.counters["launches"] =
+        benchmark::Counter(double(after.kernel_launches - before.kernel_launches), benchmark::Counter::kAvgIterations);
     state.counters["compiled"] = double(after.kernels_compiled - before.kernels_compiled);
   }
 };
@@ -89,9 +89,8 @@ static void BM_TinyOps(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(run());
   k.report(state);
   set_floor_counters(state, 0, 0, check);
-  state.counters["per_op_ns"] =
-      benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate |
-                                                  benchmark::Counter::kInvert);
+  state.counters["per_op_ns"] = benchmark::Counter(
+      double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_TinyOps)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -171,8 +170,7 @@ static void BM_AdamStep(benchmark::State& state) {
   step();  // creates the moments; compiles the first step's kernels
   // Check: sum of (p - p0) * grad after one step, about -lr * sum|grad| (-2.1e3).
   double check = 0;
-  for (int i = 0; i < kParams; ++i)
-    check += ((params[i].detach() - before[i]) * params[i].grad()).sum().item<float>();
+  for (int i = 0; i < kParams; ++i) check += ((params[i].detach() - before[i]) * params[i].grad()).sum().item<float>();
   before.clear();
   step();  // the steady-state step (moments exist) compiles here, not in the timed loop
   KilnCounters k;
@@ -262,8 +260,7 @@ static void BM_Sgemm(benchmark::State& state) {
   k.report(state);
   const double flops = 2.0 * N * N * N;
   set_floor_counters(state, 0, flops, check);
-  state.counters["GFLOPS"] =
-      benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 

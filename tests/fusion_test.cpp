@@ -69,8 +69,7 @@ TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
 TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
   HalideBackend halide;
   torch::manual_seed(0);
-  torch::nn::Sequential net(torch::nn::Linear(20, 32),
-                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
+  torch::nn::Sequential net(torch::nn::Linear(20, 32), torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
                             torch::nn::GELU(), torch::nn::Linear(32, 5));
   torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-2));
   auto step = [&](int64_t batch, double lr) {
@@ -102,12 +101,11 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
   for (int64_t width : {1000, 37, 5}) {
     std::vector<float> data(size_t(4 * width));
     for (size_t i = 0; i < data.size(); ++i) data[i] = float((i * 7919) % 1013) - 500.0f;
-    const float inf = std::numeric_limits<float>::infinity(),
-                nan = std::numeric_limits<float>::quiet_NaN();
-    data[size_t(width / 2)] = nan;      // row 0: NaN in a whole vector
-    data[size_t(2 * width - 1)] = nan;  // row 1: NaN in the tail
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    data[size_t(width / 2)] = nan;                                           // row 0: NaN in a whole vector
+    data[size_t(2 * width - 1)] = nan;                                       // row 1: NaN in the tail
     for (int64_t i = 0; i < width; ++i) data[size_t(2 * width + i)] = -inf;  // row 2: all -inf
-    data[size_t(3 * width + width - 1)] = 1e6f;  // row 3: the maximum last
+    data[size_t(3 * width + width - 1)] = 1e6f;                              // row 3: the maximum last
     auto run = [&](const std::string& backend) {
       const std::string saved = kiln::config().backend;
       kiln::config().backend = backend;
@@ -146,8 +144,7 @@ TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
     auto loss =
         torch::nn::functional::cross_entropy(logits, target) +
         torch::nn::functional::cross_entropy(
-            logits, target,
-            torch::nn::functional::CrossEntropyFuncOptions().weight(weight).label_smoothing(0.1));
+            logits, target, torch::nn::functional::CrossEntropyFuncOptions().weight(weight).label_smoothing(0.1));
     loss.backward();
     std::vector<float> out = loss.reshape({1}).to_vector<float>();
     auto g = logits.grad().to_vector<float>();
