@@ -213,6 +213,10 @@ Tensor empty(IntArrayRef size, const TensorOptions& o) { return zeros(size, o); 
 Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 Tensor empty_like(const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); }
+Tensor detail::zeros_in_memory(const Tensor& like) {
+  return from_host(like.sizes(), like.dtype(),
+                   [&](void* dst, int64_t n) { std::memset(dst, 0, size_t(n) * element_size(like.dtype())); });
+}
 Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
   return full(t.sizes(), v, o.has_dtype() ? o : o.dtype(t.dtype()));
 }

@@ -24,6 +24,11 @@ Tensor record(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype
 // A tensor sharing t's storage with another view (no autograd: see views.cpp).
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 
+// Zeros already in memory (an Input node), where zeros() is a lazy constant that folds into its
+// consumers. Optimizer state starts so: its first update then runs the kernels of every later one
+// instead of compiling its own.
+Tensor zeros_in_memory(const Tensor& like);
+
 // Normalizes a possibly negative dim against `rank`, naming `op` if it is out of range.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
 std::string shape_str(const Tensor& t);  // "[2, 3] float32"

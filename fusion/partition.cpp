@@ -185,7 +185,8 @@ class Partitioner {
     }
   }
 
-  // Nodes of j's own group that computing j takes (bounded by the limit).
+  // Nodes of j's own group that computing j takes (bounded by the limit). Producers already
+  // materialized are read, not recomputed, so they end the walk (nodes are decided in order).
   int recompute_cost(int j) const {
     std::vector<int> stack{j}, seen;
     while (!stack.empty() && int(seen.size()) <= kRecomputeLimit) {
@@ -195,7 +196,7 @@ class Partitioner {
       seen.push_back(s);
       for (const auto& in : node(s)->inputs)
         if (int p = pending(in.node.get()); p >= 0 && kernel_of_[p] == kernel_of_[j] && is_pointwise(*node(p)) &&
-                                            !is_const(*node(p)))
+                                            !is_const(*node(p)) && !materialize_[p])
           stack.push_back(p);
     }
     return int(seen.size());

@@ -5,6 +5,7 @@
 
 #include "frontend/autograd.h"
 #include "frontend/ops.h"
+#include "frontend/trace.h"
 
 namespace kiln::optim {
 
@@ -22,9 +23,9 @@ void check_adam_options(const Options& o, const char* name) {
 
 AdamParamState& init_state(AdamParamState& state, const Tensor& p, bool amsgrad) {
   if (!state.exp_avg().defined()) {
-    state.exp_avg(zeros_like(p));
-    state.exp_avg_sq(zeros_like(p));
-    if (amsgrad) state.max_exp_avg_sq(zeros_like(p));
+    state.exp_avg(detail::zeros_in_memory(p));
+    state.exp_avg_sq(detail::zeros_in_memory(p));
+    if (amsgrad) state.max_exp_avg_sq(detail::zeros_in_memory(p));
   }
   return state;
 }
@@ -43,7 +44,7 @@ void adam_update(Tensor& p, const Tensor& grad, AdamParamState& state, const Opt
   Tensor second_moment = state.exp_avg_sq();
   if (options.amsgrad()) {
     // The running maximum of the second moment normalizes instead.
-    if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(zeros_like(p));
+    if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(detail::zeros_in_memory(p));
     state.max_exp_avg_sq().copy_(maximum(state.max_exp_avg_sq(), state.exp_avg_sq()));
     second_moment = state.max_exp_avg_sq();
   }

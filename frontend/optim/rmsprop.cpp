@@ -3,6 +3,7 @@
 
 #include "frontend/autograd.h"
 #include "frontend/ops.h"
+#include "frontend/trace.h"
 
 namespace kiln::optim {
 
@@ -21,9 +22,9 @@ Tensor RMSprop::step(LossClosure closure) {
     Tensor grad = p.grad();
     auto& state = state_of<RMSpropParamState>(p, [&] {
       auto s = std::make_unique<RMSpropParamState>();
-      s->square_avg(zeros_like(p));
-      if (options.momentum() > 0) s->momentum_buffer(zeros_like(p));
-      if (options.centered()) s->grad_avg(zeros_like(p));
+      s->square_avg(detail::zeros_in_memory(p));
+      if (options.momentum() > 0) s->momentum_buffer(detail::zeros_in_memory(p));
+      if (options.centered()) s->grad_avg(detail::zeros_in_memory(p));
       return s;
     });
     state.step(state.step() + 1);
@@ -34,7 +35,7 @@ Tensor RMSprop::step(LossClosure closure) {
     Tensor avg;
     if (options.centered()) {
       // Centered: normalize by an estimate of the variance instead of the second moment.
-      if (!state.grad_avg().defined()) state.grad_avg(zeros_like(p));
+      if (!state.grad_avg().defined()) state.grad_avg(detail::zeros_in_memory(p));
       state.grad_avg().mul_(alpha).add_(grad, 1 - alpha);
       avg = addcmul(state.square_avg(), state.grad_avg(), state.grad_avg(), -1).sqrt_().add_(options.eps());
     } else {
@@ -42,7 +43,7 @@ Tensor RMSprop::step(LossClosure closure) {
     }
 
     if (options.momentum() > 0) {
-      if (!state.momentum_buffer().defined()) state.momentum_buffer(zeros_like(p));
+      if (!state.momentum_buffer().defined()) state.momentum_buffer(detail::zeros_in_memory(p));
       state.momentum_buffer().mul_(options.momentum()).addcdiv_(grad, avg);
       p.add_(state.momentum_buffer(), -options.lr());
     } else {
