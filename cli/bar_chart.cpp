@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -68,6 +69,12 @@ void write_svg(const BarChart& chart, const std::string& path) {
       svg << "<rect x=\"" << x1 << "\" y=\"" << y << "\" width=\"" << std::max(x2 - x1, 1.0) << "\" height=\""
           << bar - 2 << "\" fill=\"" << chart.series[s].colour << "\"><title>" << escape(chart.series[s].name) << ": "
           << *v << "</title></rect>\n";
+      // The value beside the bar's free end.
+      const bool right = *v >= 1;
+      char label[32];
+      std::snprintf(label, sizeof label, "%.3gx", *v);
+      svg << "<text x=\"" << (right ? x2 + 3 : x1 - 3) << "\" y=\"" << y + bar - 3
+          << "\" font-size=\"9\" text-anchor=\"" << (right ? "start" : "end") << "\">" << label << "</text>\n";
     }
   }
   double lx = label_width;

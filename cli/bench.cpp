@@ -79,8 +79,8 @@ void set_benchmark_flags(const BenchOptions& o) {
   benchmark::Initialize(&argc, argv.data());
 }
 
-Side run_kiln(const BenchOptions& o, bool lazy, std::vector<std::string>& order) {
-  const std::string side = lazy ? "kiln lazy" : "kiln eager";
+Side run_kiln(const BenchOptions& o, bool lazy, int threads, std::vector<std::string>& order) {
+  const std::string side = std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t";
   std::fprintf(stderr, "running %s in this process\n", side.c_str());
   Collector collector(side, o.repetitions > 1, order);
   set_lazy(lazy);
@@ -153,12 +153,6 @@ std::string find_libtorch_program() {
   return "";
 }
 
-struct Row {
-  std::string workload;
-  std::optional<double> libtorch_ms, eager_ms, lazy_ms, floor_ms, launches;
-  std::string libtorch_threads;
-};
-
 std::string cell(std::optional<double> v, const char* format = "%.3g") {
   if (!v) return "-";
   char text[32];
@@ -172,130 +166,175 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
 
 json to_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
-}  // namespace
+// Every run, by side: "kiln lazy 1t", "kiln lazy 2t", "kiln eager 1t", ..., "libtorch 2t".
+using Sides = std::map<std::string, Side>;
 
-int bench(const BenchOptions& o) {
-  if (o.threads > 0) set_num_threads(o.threads);
-  std::string libtorch = o.no_libtorch ? "" : o.libtorch.empty() ? find_libtorch_program() : o.libtorch;
-  if (!o.no_libtorch && libtorch.empty())
-    std::fprintf(stderr,
-                 "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build "
-                 "perf/, or pass --libtorch); the libtorch column stays empty\n");
+// A workload's best figure among the runs of one kind ("kiln lazy") at its thread counts.
+struct Best {
+  const Measurement* m = nullptr;
+  std::string threads = "-";  // "1t", "2t"
+  std::optional<double> ms() const { return m ? std::optional<double>(m->ms) : std::nullopt; }
+};
+Best best_of(const Sides& sides, const std::string& kind, const std::string& name) {
+  Best best;
+  for (const auto& [side, results] : sides) {
+    if (side.rfind(kind + " ", 0) != 0) continue;
+    auto it = results.find(name);
+    if (it != results.end() && (!best.m || it->second.ms < best.m->ms))
+      best = {&it->second, side.substr(kind.size() + 1)};
+  }
+  return best;
+}
 
-  set_benchmark_flags(o);
-  std::vector<std::string> order;
-  std::map<std::string, Side> sides;
-  sides["kiln lazy"] = run_kiln(o, true, order);
-  if (!o.no_eager) sides["kiln eager"] = run_kiln(o, false, order);
-  if (!libtorch.empty())
-    for (int threads : {1, 2}) sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
-
-  // The machine's limits: the best figure any side reached.
-  std::optional<double> bandwidth, gflops;
-  auto best = [](std::optional<double>& into, std::optional<double> v) {
+struct Limits {
+  std::optional<double> bandwidth, gflops;  // bytes/s of the triad, GFLOP/s of sgemm: the best any run reached
+};
+Limits machine_limits(const Sides& sides) {
+  Limits l;
+  auto keep_best = [](std::optional<double>& into, std::optional<double> v) {
     if (v && (!into || *v > *into)) into = v;
   };
   for (const auto& [side, results] : sides)
     for (const auto& [name, m] : results) {
-      if (is_limit(name)) best(bandwidth, m.counter("bytes_per_second"));
-      if (name == "Sgemm") best(gflops, m.counter("GFLOPS"));
+      if (is_limit(name)) keep_best(l.bandwidth, m.counter("bytes_per_second"));
+      if (name == "Sgemm") keep_best(l.gflops, m.counter("GFLOPS"));
     }
+  return l;
+}
 
-  std::vector<Row> rows;
-  std::vector<std::string> problems;
-  for (const std::string& name : order) {
-    if (is_limit(name)) continue;
-    Row row{name, {}, {}, {}, {}, {}, "-"};
-    auto figure = [&](const std::string& side) -> const Measurement* {
-      auto s = sides.find(side);
-      if (s == sides.end()) return nullptr;
-      auto it = s->second.find(name);
-      return it == s->second.end() ? nullptr : &it->second;
-    };
-    for (const char* side : {"libtorch 1t", "libtorch 2t"})
-      if (const Measurement* m = figure(side); m && (!row.libtorch_ms || m->ms < *row.libtorch_ms)) {
-        row.libtorch_ms = m->ms;
-        row.libtorch_threads = std::string(side).substr(9);
-      }
-    if (const Measurement* m = figure("kiln eager")) row.eager_ms = m->ms;
-    const Measurement* lazy = figure("kiln lazy");
-    row.lazy_ms = lazy->ms;
-    row.launches = lazy->counter("launches");
-    if (auto bytes = lazy->counter("bytes"); bytes && bandwidth) row.floor_ms = *bytes / *bandwidth * 1e3;
-    if (auto flops = lazy->counter("flops"); flops && gflops)
-      row.floor_ms = std::max(row.floor_ms.value_or(0), *flops / (*gflops * 1e9) * 1e3);
-    rows.push_back(row);
+struct Row {
+  std::string workload;
+  Best libtorch, eager, lazy;
+  std::optional<double> floor_ms, launches;
+};
 
-    // The sides must have computed the same thing, and no timed loop may have compiled.
-    const auto reference = lazy->counter("check");
-    for (const auto& [side, results] : sides) {
-      auto it = results.find(name);
-      if (it == results.end()) continue;
-      const auto check = it->second.counter("check");
-      if (reference && check && std::abs(*check - *reference) > 1e-3 * std::max(std::abs(*reference), 1e-6))
-        problems.push_back(name + ": check " + cell(check, "%.6g") + " (" + side + ") differs from " +
-                           cell(reference, "%.6g") + " (kiln lazy)");
-      if (it->second.counter("compiled").value_or(0) > 0)
-        problems.push_back(name + " (" + side + "): " + cell(it->second.counter("compiled"), "%.0f") +
-                           " kernels compiled inside the timed loop");
-    }
+Row make_row(const Sides& sides, const Limits& limits, const std::string& name) {
+  Row row{
+      name, best_of(sides, "libtorch", name), best_of(sides, "kiln eager", name), best_of(sides, "kiln lazy", name), {},
+      {}};
+  const Measurement& lazy = *row.lazy.m;
+  row.launches = lazy.counter("launches");
+  if (auto bytes = lazy.counter("bytes"); bytes && limits.bandwidth) row.floor_ms = *bytes / *limits.bandwidth * 1e3;
+  if (auto flops = lazy.counter("flops"); flops && limits.gflops)
+    row.floor_ms = std::max(row.floor_ms.value_or(0), *flops / (*limits.gflops * 1e9) * 1e3);
+  return row;
+}
+
+// The sides must have computed the same thing, and no timed loop may have compiled.
+void check_row(const Sides& sides, const Row& row, std::vector<std::string>& problems) {
+  const auto reference = row.lazy.m->counter("check");
+  for (const auto& [side, results] : sides) {
+    auto it = results.find(row.workload);
+    if (it == results.end()) continue;
+    const auto check = it->second.counter("check");
+    if (reference && check && std::abs(*check - *reference) > 1e-3 * std::max(std::abs(*reference), 1e-6))
+      problems.push_back(row.workload + ": check " + cell(check, "%.6g") + " (" + side + ") differs from " +
+                         cell(reference, "%.6g") + " (kiln lazy)");
+    if (it->second.counter("compiled").value_or(0) > 0)
+      problems.push_back(row.workload + " (" + side + "): " + cell(it->second.counter("compiled"), "%.0f") +
+                         " kernels compiled inside the timed loop");
   }
+}
 
+void print_table(const Limits& limits, const std::vector<Row>& rows, const std::vector<std::string>& problems) {
   std::printf("\nMachine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
-              cell(bandwidth ? std::optional<double>(*bandwidth / 1e9) : std::nullopt, "%.1f").c_str(),
-              cell(gflops, "%.0f").c_str());
+              cell(ratio(limits.bandwidth, 1e9), "%.1f").c_str(), cell(limits.gflops, "%.0f").c_str());
   std::printf(
-      "| workload | libtorch (ms, best threads) | kiln eager | kiln lazy | libtorch / kiln lazy | "
-      "floor (ms) "
+      "| workload | libtorch (ms, best threads) | kiln eager | kiln lazy | libtorch / kiln lazy | floor (ms) "
       "| share of floor | kernels per step |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  auto timed = [](const Best& b) { return b.m ? cell(b.ms()) + " (" + b.threads + ")" : std::string("-"); };
   for (const Row& r : rows) {
-    const auto share = ratio(r.floor_ms, r.lazy_ms);
-    std::printf("| %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), cell(r.libtorch_ms).c_str(),
-                r.libtorch_threads.c_str(), cell(r.eager_ms).c_str(), cell(r.lazy_ms).c_str(),
-                (cell(ratio(r.libtorch_ms, r.lazy_ms), "%.2f") + (r.libtorch_ms ? "x" : "")).c_str(),
-                cell(r.floor_ms).c_str(), (share ? cell(*share * 100, "%.0f") + "%" : "-").c_str(),
+    const auto speedup = ratio(r.libtorch.ms(), r.lazy.ms()), share = ratio(r.floor_ms, r.lazy.ms());
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), timed(r.libtorch).c_str(),
+                timed(r.eager).c_str(), timed(r.lazy).c_str(), speedup ? (cell(speedup, "%.2f") + "x").c_str() : "-",
+                cell(r.floor_ms).c_str(), share ? (cell(*share * 100, "%.0f") + "%").c_str() : "-",
                 cell(r.launches, "%.0f").c_str());
   }
   std::printf("\nchecks: %s\n", problems.empty() ? "all sides agree, nothing compiled while timed" : "PROBLEMS");
   for (const auto& p : problems) std::printf("  %s\n", p.c_str());
+}
 
-  if (!o.json.empty()) {
-    json out = {{"limits", {{"triad_bytes_per_second", to_json(bandwidth)}, {"sgemm_gflops", to_json(gflops)}}},
-                {"problems", problems},
-                {"table", json::array()},
-                {"runs", json::object()}};
-    for (const Row& r : rows)
-      out["table"].push_back({{"workload", r.workload},
-                              {"libtorch_ms", to_json(r.libtorch_ms)},
-                              {"libtorch_threads", r.libtorch_threads},
-                              {"kiln_eager_ms", to_json(r.eager_ms)},
-                              {"kiln_lazy_ms", to_json(r.lazy_ms)},
-                              {"ratio", to_json(ratio(r.libtorch_ms, r.lazy_ms))},
-                              {"floor_ms", to_json(r.floor_ms)},
-                              {"share_of_floor", to_json(ratio(r.floor_ms, r.lazy_ms))},
-                              {"kernels_per_step", to_json(r.launches)}});
-    for (const auto& [side, results] : sides)
-      for (const auto& [name, m] : results) out["runs"][side][name] = {{"ms", m.ms}, {"counters", m.counters}};
-    std::ofstream file(o.json);
-    file << out.dump(1) << "\n";
-    if (!file) throw Error("bench: cannot write " + o.json);
+void write_json(const std::string& path, const Sides& sides, const Limits& limits, const std::vector<Row>& rows,
+                const std::vector<std::string>& problems) {
+  json out = {
+      {"limits", {{"triad_bytes_per_second", to_json(limits.bandwidth)}, {"sgemm_gflops", to_json(limits.gflops)}}},
+      {"problems", problems},
+      {"table", json::array()},
+      {"runs", json::object()}};
+  for (const Row& r : rows)
+    out["table"].push_back({{"workload", r.workload},
+                            {"libtorch_ms", to_json(r.libtorch.ms())},
+                            {"libtorch_threads", r.libtorch.threads},
+                            {"kiln_eager_ms", to_json(r.eager.ms())},
+                            {"kiln_eager_threads", r.eager.threads},
+                            {"kiln_lazy_ms", to_json(r.lazy.ms())},
+                            {"kiln_lazy_threads", r.lazy.threads},
+                            {"ratio", to_json(ratio(r.libtorch.ms(), r.lazy.ms()))},
+                            {"floor_ms", to_json(r.floor_ms)},
+                            {"share_of_floor", to_json(ratio(r.floor_ms, r.lazy.ms()))},
+                            {"kernels_per_step", to_json(r.launches)}});
+  for (const auto& [side, results] : sides)
+    for (const auto& [name, m] : results) out["runs"][side][name] = {{"ms", m.ms}, {"counters", m.counters}};
+  std::ofstream file(path);
+  file << out.dump(1) << "\n";
+  if (!file) throw Error("bench: cannot write " + path);
+}
+
+// Speed relative to libtorch (or to kiln eager without it): above 1 is faster.
+void write_plot(const std::string& path, const std::vector<Row>& rows, bool have_libtorch) {
+  BarChart chart;
+  chart.title = have_libtorch ? "Speed relative to libtorch 1.13 (each side at its best of 1 and 2 threads), log scale"
+                              : "Speed relative to kiln eager, log scale";
+  chart.series = {{"kiln eager", "#9ecae1", {}}, {"kiln lazy", "#e6550d", {}}, {"floor", "#636363", {}}};
+  for (const Row& r : rows) {
+    const auto base = have_libtorch ? r.libtorch.ms() : r.eager.ms();
+    chart.categories.push_back(r.workload);
+    chart.series[0].values.push_back(ratio(base, r.eager.ms()));
+    chart.series[1].values.push_back(ratio(base, r.lazy.ms()));
+    chart.series[2].values.push_back(ratio(base, r.floor_ms));
   }
-  if (!o.plot.empty()) {
-    // Speed relative to libtorch (or to kiln eager without it): above 1 is faster.
-    BarChart chart;
-    const bool have_libtorch = !libtorch.empty();
-    chart.title = have_libtorch ? "Speed relative to libtorch 1.13 (best of 1 and 2 threads), log scale"
-                                : "Speed relative to kiln eager, log scale";
-    chart.series = {{"kiln eager", "#9ecae1", {}}, {"kiln lazy", "#e6550d", {}}, {"floor", "#636363", {}}};
-    for (const Row& r : rows) {
-      const auto base = have_libtorch ? r.libtorch_ms : r.eager_ms;
-      chart.categories.push_back(r.workload);
-      chart.series[0].values.push_back(ratio(base, r.eager_ms));
-      chart.series[1].values.push_back(ratio(base, r.lazy_ms));
-      chart.series[2].values.push_back(ratio(base, r.floor_ms));
+  write_svg(chart, path);
+}
+
+}  // namespace
+
+int bench(const BenchOptions& o) {
+  std::string libtorch = o.no_libtorch ? "" : o.libtorch.empty() ? find_libtorch_program() : o.libtorch;
+  if (!o.no_libtorch && libtorch.empty())
+    std::fprintf(stderr,
+                 "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build perf/, or pass "
+                 "--libtorch); the libtorch column stays empty\n");
+
+  // Each side at 1 and 2 threads (or the given count); the table keeps each side's best.
+  const std::vector<int> thread_counts = o.threads > 0 ? std::vector<int>{o.threads} : std::vector<int>{1, 2};
+  set_benchmark_flags(o);
+  const int saved_threads = config().num_threads;
+  std::vector<std::string> order;
+  Sides sides;
+  for (bool lazy : {true, false}) {
+    if (!lazy && o.no_eager) continue;
+    for (int threads : thread_counts) {
+      set_num_threads(threads);
+      sides[std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t"] =
+          run_kiln(o, lazy, threads, order);
     }
-    write_svg(chart, o.plot);
   }
+  set_num_threads(saved_threads);
+  if (!libtorch.empty())
+    for (int threads : thread_counts)
+      sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
+
+  const Limits limits = machine_limits(sides);
+  std::vector<Row> rows;
+  std::vector<std::string> problems;
+  for (const std::string& name : order) {
+    if (is_limit(name)) continue;
+    rows.push_back(make_row(sides, limits, name));
+    check_row(sides, rows.back(), problems);
+  }
+  print_table(limits, rows, problems);
+  if (!o.json.empty()) write_json(o.json, sides, limits, rows, problems);
+  if (!o.plot.empty()) write_plot(o.plot, rows, !libtorch.empty());
   return problems.empty() ? 0 : 1;
 }
 

@@ -1,0 +1,16 @@
+# Checks what `kiln bench --json J --plot S` wrote (the cli.bench test): the table's first row is
+# the GELU chain with a positive kiln lazy time, and the chart is an SVG with a bar per series.
+file(READ "${JSON}" json)
+string(JSON workload GET "${json}" table 0 workload)
+string(JSON lazy_ms GET "${json}" table 0 kiln_lazy_ms)
+string(JSON launches GET "${json}" table 0 kernels_per_step)
+if(NOT workload STREQUAL "GeluChain" OR NOT lazy_ms GREATER 0 OR NOT launches EQUAL 1)
+  message(FATAL_ERROR "bench json: first row ${workload}, kiln lazy ${lazy_ms} ms, ${launches} kernels per step")
+endif()
+file(READ "${SVG}" svg)
+string(REGEX MATCHALL "<rect [^>]*><title>kiln lazy: " lazy_bars "${svg}")
+list(LENGTH lazy_bars bars)
+if(NOT svg MATCHES "^<svg " OR NOT bars EQUAL 2)
+  message(FATAL_ERROR "bench svg: ${bars} kiln lazy bars in ${SVG}")
+endif()
+message(STATUS "bench files: ${workload} ${lazy_ms} ms, ${bars} lazy bars")
