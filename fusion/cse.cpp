@@ -1,6 +1,7 @@
 // Common-subexpression elimination: user code and backward formulas often compute the same value
 // twice (x * x in two places, the same broadcast constant); each duplicate's readers are pointed
 // at the first copy.
+#include <cstring>
 #include <unordered_map>
 
 #include "fusion/passes.h"
@@ -8,39 +9,54 @@
 namespace kiln::fusion {
 namespace {
 
-// Everything that makes two nodes compute the same value.
-std::string signature(const ir::Node& n) {
-  std::string s;
-  auto put = [&](const void* p, size_t bytes) { s.append(static_cast<const char*>(p), bytes); };
-  put(&n.op, sizeof n.op);
-  put(&n.dtype, sizeof n.dtype);
-  put(&n.scalar, sizeof n.scalar);
-  for (auto v : {&n.shape, &n.ints}) {
-    const size_t count = v->size();
-    put(&count, sizeof count);
-    put(v->data(), count * sizeof(int64_t));
+// Everything that makes two nodes compute the same value: op, attributes, and the same operands
+// read through the same views. Hashed and compared in place (no key is built per node).
+struct SameValueHash {
+  size_t operator()(const ir::Node* n) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(uint64_t(n->op));
+    mix(uint64_t(n->dtype));
+    uint64_t bits;
+    std::memcpy(&bits, &n->scalar, sizeof bits);
+    mix(bits);
+    for (auto d : n->shape) mix(uint64_t(d));
+    for (auto v : n->ints) mix(uint64_t(v) + 0x9e3779b97f4a7c15ull);
+    for (const auto& in : n->inputs) {
+      mix(uint64_t(reinterpret_cast<uintptr_t>(in.node.get())));
+      mix(uint64_t(in.view.offset));
+      for (auto st : in.view.strides) mix(uint64_t(st));
+    }
+    return size_t(h);
   }
-  for (const auto& in : n.inputs) {
-    const ir::Node* p = in.node.get();
-    put(&p, sizeof p);
-    put(&in.view.offset, sizeof in.view.offset);
-    put(in.view.sizes.data(), in.view.sizes.size() * sizeof(int64_t));
-    put(in.view.strides.data(), in.view.strides.size() * sizeof(int64_t));
+};
+struct SameValue {
+  bool operator()(const ir::Node* a, const ir::Node* b) const {
+    if (a->op != b->op || a->dtype != b->dtype || std::memcmp(&a->scalar, &b->scalar, sizeof a->scalar) != 0 ||
+        a->shape != b->shape || a->ints != b->ints || a->inputs.size() != b->inputs.size())
+      return false;
+    for (size_t i = 0; i < a->inputs.size(); ++i) {
+      const auto &x = a->inputs[i], &y = b->inputs[i];
+      if (x.node != y.node || x.view.offset != y.view.offset || x.view.sizes != y.view.sizes ||
+          x.view.strides != y.view.strides)
+        return false;
+    }
+    return true;
   }
-  return s;
-}
+};
 
 }  // namespace
 
 void eliminate_common_subexpressions(Plan& plan) {
-  std::unordered_map<std::string, ir::NodePtr> first;
+  std::unordered_map<const ir::Node*, ir::NodePtr, SameValueHash, SameValue> first;
+  first.reserve(plan.steps.size());
   std::unordered_map<ir::Node*, ir::NodePtr> replaced;
   for (auto& step : plan.steps) {
     ir::Node& n = *step.node;
     for (auto& in : n.inputs)  // steps come in dependency order: inputs are already canonical
       if (auto it = replaced.find(in.node.get()); it != replaced.end()) in.node = it->second;
     if (n.op == ir::Op::Input) continue;
-    auto [it, inserted] = first.emplace(signature(n), step.node);
+    auto [it, inserted] = first.emplace(&n, step.node);
     if (!inserted && !step.is_root) replaced[&n] = it->second;
   }
   if (!replaced.empty()) drop_dead_steps(plan);

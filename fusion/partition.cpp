@@ -98,7 +98,10 @@ void coalesce(Kernel& k, const std::vector<Shape>& output_strides) {
 class Partitioner {
  public:
   explicit Partitioner(const Plan& plan) : plan_(plan), n_(int(plan.steps.size())) {
-    for (int i = 0; i < n_; ++i) step_of_[node(i)] = i;
+    for (int i = 0; i < n_; ++i) {  // a step's node carries its index (see pending)
+      node(i)->pass = stamp_;
+      node(i)->pass_value = i;
+    }
     consumers_.resize(n_);
     for (int i = 0; i < n_; ++i)
       for (size_t a = 0; a < node(i)->inputs.size(); ++a)
@@ -127,8 +130,7 @@ class Partitioner {
  private:
   Node* node(int i) const { return plan_.steps[i].node.get(); }
   int pending(const Node* p) const {
-    auto it = step_of_.find(p);
-    return it == step_of_.end() ? -1 : it->second;
+    return p->pass == stamp_ ? int(p->pass_value) : -1;
   }
 
   // 1. Grouping.
@@ -321,7 +323,7 @@ class Partitioner {
 
   const Plan& plan_;
   const int n_;
-  std::unordered_map<const Node*, int> step_of_;
+  const uint64_t stamp_ = begin_pass();  // marks the plan's nodes (ir::Node::pass)
   std::vector<std::vector<std::pair<int, int>>> consumers_;  // step -> (consumer step, operand)
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;

@@ -1,45 +1,56 @@
 #include "fusion/plan.h"
 
-#include <unordered_map>
-#include <unordered_set>
+#include <algorithm>
 
 namespace kiln::fusion {
 
+uint64_t begin_pass() {
+  static uint64_t last = 0;  // flushes, and so passes, run one at a time
+  return ++last;
+}
+
 Plan make_plan(const std::vector<ir::NodePtr>& roots) {
-  Plan plan;
-  std::unordered_map<ir::Node*, int> readers;  // pending readers of each visited node
-  std::unordered_set<ir::Node*> visited;
+  // Visited nodes carry this pass's stamp; their pass_value counts their readers in the plan.
+  const uint64_t visited = begin_pass();
+  auto visit = [&](ir::Node& n) {
+    if (n.pass == visited) return false;
+    n.pass = visited;
+    n.pass_value = 0;
+    return true;
+  };
   // Iterative post-order DFS: a node is appended after all its pending inputs.
-  std::vector<std::pair<ir::Node*, size_t>> stack;
-  std::vector<ir::Node*> order;
+  std::vector<std::pair<ir::NodePtr, size_t>> stack;
+  std::vector<ir::NodePtr> order;
   for (const auto& r : roots) {
-    if (r->computed() || !visited.insert(r.get()).second) continue;
-    stack.push_back({r.get(), 0});
+    if (r->computed() || !visit(*r)) continue;
+    stack.push_back({r, 0});
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
       if (next < n->inputs.size()) {
-        ir::Node* in = n->inputs[next++].node.get();
-        ++readers[in];
-        if (!in->computed() && visited.insert(in).second) stack.push_back({in, 0});
+        const ir::NodePtr& in = n->inputs[next++].node;
+        if (in->computed()) continue;
+        const bool first = visit(*in);
+        ++in->pass_value;
+        if (first) stack.push_back({in, 0});
         continue;
       }
-      order.push_back(n);
+      order.push_back(std::move(n));
       stack.pop_back();
     }
   }
-  std::unordered_set<ir::Node*> root_set;
-  for (const auto& r : roots) root_set.insert(r.get());
+  std::vector<const ir::Node*> root_nodes;
+  for (const auto& r : roots) root_nodes.push_back(r.get());
+  std::sort(root_nodes.begin(), root_nodes.end());
+  auto is_root = [&](const ir::Node* n) { return std::binary_search(root_nodes.begin(), root_nodes.end(), n); };
   // Walk forward, releasing an intermediate after its last reader. Holding NodePtrs in the plan
   // keeps every node alive for the flush; results are what gets released.
-  std::unordered_map<ir::Node*, ir::NodePtr> owners;
-  for (ir::Node* n : order)
-    for (auto& in : n->inputs) owners.emplace(in.node.get(), in.node);
-  for (const auto& r : roots) owners.emplace(r.get(), r);
-  for (ir::Node* n : order) {
-    Step step{owners.at(n), root_set.count(n) > 0, {}};
+  Plan plan;
+  plan.steps.reserve(order.size());
+  for (auto& n : order) {
+    Step step{n, is_root(n.get()), {}};
     for (auto& in : n->inputs) {
       ir::Node* p = in.node.get();
-      if (--readers[p] == 0 && !root_set.count(p) && visited.count(p)) step.release_after.push_back(p);
+      if (p->pass == visited && --p->pass_value == 0 && !is_root(p)) step.release_after.push_back(p);
     }
     plan.steps.push_back(std::move(step));
   }

@@ -19,6 +19,9 @@ struct Plan {
   std::vector<Step> steps;
 };
 
+// A number no earlier pass used, for stamping ir::Node::pass.
+uint64_t begin_pass();
+
 // Orders the pending nodes that `roots` depend on. Roots keep their results; any other node's
 // result is released after its last reader in the plan has run.
 Plan make_plan(const std::vector<ir::NodePtr>& roots);

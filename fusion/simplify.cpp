@@ -3,7 +3,6 @@
 // constant. Only rewrites exact in IEEE arithmetic are made (x * 0 is not 0 when x is NaN).
 #include <cmath>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "fusion/passes.h"
 
@@ -88,11 +87,11 @@ void simplify(Plan& plan) {
 }
 
 void drop_dead_steps(Plan& plan) {
-  std::unordered_set<const ir::Node*> read;
+  const uint64_t read = begin_pass();  // stamps the nodes a kept step reads
   std::vector<Step> kept;
   for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it) {
-    if (!it->is_root && !read.count(it->node.get())) continue;
-    for (const auto& in : it->node->inputs) read.insert(in.node.get());
+    if (!it->is_root && it->node->pass != read) continue;
+    for (const auto& in : it->node->inputs) in.node->pass = read;
     kept.push_back(std::move(*it));
   }
   plan.steps.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));

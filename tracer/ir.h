@@ -47,6 +47,12 @@ struct Node {
   double scalar = 0;            // Const's value
   BufferPtr result;             // set once computed
 
+  // Scratch for the pass over a plan now running (fusion/): a pass stamps the nodes it touches
+  // with its own number (fusion::begin_pass), so a stamp left by an earlier pass reads as unset
+  // and no pass needs a hash map from nodes. Flushes run one at a time, so passes never overlap.
+  uint64_t pass = 0;
+  int64_t pass_value = 0;
+
   bool computed() const { return result != nullptr; }
   int64_t numel() const { return numel_of(shape); }
 };
