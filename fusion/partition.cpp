@@ -8,7 +8,7 @@
 //    the producer has no other use, or when it is cheap enough to compute twice.
 // 3. Emission: each kernel takes what its outputs need, reading everything else.
 #include <algorithm>
-#include <sstream>
+#include <charconv>
 #include <unordered_map>
 
 #include "fusion/kernel.h"
@@ -337,24 +337,47 @@ std::vector<Kernel> partition(const Plan& plan, std::vector<std::vector<Node*>>*
 }
 
 std::string Kernel::key() const {
-  std::ostringstream os;
+  // Built by appending (no stream): a flush computes the key of every kernel it runs.
+  std::string key;
+  key.reserve(32 + 8 * reads.size() + 24 * nodes.size());
+  auto number = [&](int64_t v) {
+    char digits[24];
+    key.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+  };
   const char* kinds[] = {"P", "R", "L"};
-  os << kinds[int(kind)] << domain.size() << ":";
-  for (bool r : reduced) os << (r ? 'r' : 'k');
-  if (narrow_rows()) os << 'n';
-  if (tiny_inner()) os << 'e' << tiny_inner();
+  key += kinds[int(kind)];
+  number(int64_t(domain.size()));
+  key += ':';
+  for (bool r : reduced) key += r ? 'r' : 'k';
+  if (narrow_rows()) key += 'n';
+  if (tiny_inner()) {
+    key += 'e';
+    number(tiny_inner());
+  }
   for (const auto& r : reads) {
-    os << "|i" << dtype_name(r.node->dtype) << ":";
-    for (auto s : r.strides) os << stride_class(s);
+    key += "|i";
+    key += dtype_name(r.node->dtype);
+    key += ':';
+    for (auto st : r.strides) key += stride_class(st);
   }
   for (const auto& kn : nodes) {
-    os << "|" << ir::op_name(kn.node->op) << "." << dtype_name(kn.node->dtype) << "(";
-    for (int a : kn.args) os << a << ",";
-    os << ")";
+    key += '|';
+    key += ir::op_name(kn.node->op);
+    key += '.';
+    key += dtype_name(kn.node->dtype);
+    key += '(';
+    for (int a : kn.args) {
+      number(a);
+      key += ',';
+    }
+    key += ')';
   }
-  os << "|o";
-  for (int o : outputs) os << o << ",";
-  return os.str();
+  key += "|o";
+  for (int o : outputs) {
+    number(o);
+    key += ',';
+  }
+  return key;
 }
 
 }  // namespace kiln::fusion
