@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fusion/partition_cache.h"
 #include "runtime/config.h"
 
 namespace {
@@ -156,4 +157,30 @@ TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
   ASSERT_EQ(fused.size(), reference.size());
   for (size_t i = 0; i < fused.size(); ++i)
     EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+}
+
+// A flush of a structure seen before reuses its partition (fusion/partition_cache.h) with this
+// flush's nodes and constants: a new scalar changes the result, not the plan; a new shape or a
+// constant that simplifies away (x * 1) makes a new one.
+TEST(Fusion, RepeatedSegmentsReuseTheirPartition) {
+  HalideBackend halide;
+  auto program = [](int64_t n, double scale) {
+    torch::Tensor x = torch::arange(n).to(torch::kFloat);
+    return (torch::tanh(x * scale) + x * scale).sum().item<float>();
+  };
+  auto expected = [](int64_t n, double scale) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += std::tanh(double(float(i * scale))) + float(i * scale);
+    return s;
+  };
+  program(100, 0.5);  // may make partitions (arange and the program)
+  const auto before = kiln::fusion::partition_cache_counts();
+  EXPECT_NEAR(program(100, 0.5), expected(100, 0.5), 1e-3);
+  EXPECT_NEAR(program(100, 0.25), expected(100, 0.25), 1e-3);
+  const auto same = kiln::fusion::partition_cache_counts();
+  EXPECT_EQ(same.made, before.made);
+  EXPECT_GT(same.reused, before.reused);
+  EXPECT_NEAR(program(200, 0.25), expected(200, 0.25), 1e-3);  // new sizes: a new partition
+  EXPECT_NEAR(program(100, 1.0), expected(100, 1.0), 1e-3);    // x * 1 is x: a new structure
+  EXPECT_GT(kiln::fusion::partition_cache_counts().made, same.made);
 }

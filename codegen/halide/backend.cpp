@@ -17,6 +17,7 @@
 #include "codegen/halide/arguments.h"
 #include "codegen/halide/lower.h"
 #include "fusion/kernel.h"
+#include "fusion/partition_cache.h"
 #include "fusion/passes.h"
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
@@ -67,12 +68,11 @@ class HalideBackend final : public Backend {
     fusion::Plan plan = original;
     fusion::eliminate_common_subexpressions(plan);
     fusion::simplify(plan);
-    std::vector<std::vector<ir::Node*>> release;
-    std::vector<Kernel> kernels = fusion::partition(plan, &release);
-    const std::vector<std::string> keys = prepare(kernels);
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      run(kernels[i], keys[i]);
-      for (ir::Node* done : release[i]) done->result.reset();
+    const fusion::Partition& partition = fusion::partition_cached(plan);
+    const std::vector<const std::string*> keys = prepare(partition);
+    for (size_t i = 0; i < partition.kernels.size(); ++i) {
+      run(partition.kernels[i], keys[i]);
+      for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     for (const auto& step : original.steps) {  // the dropped ones too: nothing will read them
       step.node->inputs.clear();
@@ -82,8 +82,8 @@ class HalideBackend final : public Backend {
   }
 
  private:
-  // `key` is k.key(), or empty for a library call or a kernel too large for 32-bit indices.
-  void run(const Kernel& k, const std::string& key) {
+  // `key` is k.key(), or null for a library call or a kernel too large for 32-bit indices.
+  void run(const Kernel& k, const std::string* key) {
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -94,7 +94,7 @@ class HalideBackend final : public Backend {
       stats_add(&Stats::kernel_launches, 1);
       return;
     }
-    KernelFn fn = key.empty() ? nullptr : find_or_compile(k, key);
+    KernelFn fn = key ? find_or_compile(k, *key) : nullptr;
     if (!fn) return interpret(k);
     apply_thread_count();
     launch(k, fn);
@@ -168,16 +168,17 @@ class HalideBackend final : public Backend {
   // yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
   // and LLVM, then the linker), and Halide compiles distinct pipelines concurrently. As many
   // threads as kernels run on (set_num_threads).
-  std::vector<std::string> prepare(const std::vector<Kernel>& kernels) {
-    std::vector<std::string> keys(kernels.size());
-    std::vector<std::pair<const Kernel*, std::string>> missing;
+  std::vector<const std::string*> prepare(const fusion::Partition& partition) {
+    const std::vector<Kernel>& kernels = partition.kernels;
+    std::vector<const std::string*> keys(kernels.size(), nullptr);
+    std::vector<std::pair<const Kernel*, const std::string*>> missing;
     for (size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
-      keys[i] = k.key();
-      if (loaded_.count(keys[i])) continue;
+      keys[i] = &partition.keys[i];
+      if (loaded_.count(*keys[i])) continue;
       bool listed = false;
-      for (const auto& m : missing) listed |= m.second == keys[i];
+      for (const auto& m : missing) listed |= *m.second == *keys[i];
       if (!listed) missing.emplace_back(&k, keys[i]);
     }
     const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));
@@ -188,13 +189,13 @@ class HalideBackend final : public Backend {
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next.fetch_add(1)) < missing.size();)
-        built[i] = load_or_build_or_null(*missing[i].first, missing[i].second);
+        built[i] = load_or_build_or_null(*missing[i].first, *missing[i].second);
     };
     std::vector<std::thread> pool;
     for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
-    for (size_t i = 0; i < missing.size(); ++i) loaded_[missing[i].second] = built[i];
+    for (size_t i = 0; i < missing.size(); ++i) loaded_[*missing[i].second] = built[i];
     return keys;
   }
 
