@@ -108,6 +108,7 @@ struct Cache {
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries;
   Numbering numbering;  // reused: its vectors keep their capacity
   PartitionCacheCounts counts;
+  Entry* last = nullptr;  // the entry the previous flush ran
 };
 Cache& cache() {
   static Cache c;  // flushes run one at a time
@@ -118,19 +119,25 @@ Cache& cache() {
 
 const Partition& partition_cached(const Plan& plan) {
   Cache& c = cache();
+  if (c.last) {  // that flush is over: keep none of its nodes alive (library nodes are held by pointer)
+    for (Kernel& k : c.last->partition.kernels) k.library_node.reset();
+    c.last = nullptr;
+  }
   number_nodes(plan, c.numbering);
   const uint64_t h = hash_of(c.numbering.signature);
   auto it = c.entries.find(h);
   if (it != c.entries.end() && it->second->signature == c.numbering.signature) {
     ++c.counts.reused;
     fill_in(*it->second, plan, c.numbering);
-    return it->second->partition;
+    c.last = it->second.get();
+    return c.last->partition;
   }
   ++c.counts.made;
   if (c.entries.size() >= kMaxEntries) c.entries.clear();
   auto& slot = c.entries[h];  // a colliding structure replaces the entry it collided with
   slot = make_entry(plan, c.numbering);
-  return slot->partition;
+  c.last = slot.get();
+  return c.last->partition;
 }
 
 PartitionCacheCounts partition_cache_counts() { return cache().counts; }
