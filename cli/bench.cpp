@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -45,14 +46,13 @@ bool is_limit(const std::string& name) { return name.rfind("Triad", 0) == 0; }
 // Receives this process's runs from Google Benchmark: the kiln side.
 class Collector : public benchmark::BenchmarkReporter {
  public:
-  Collector(std::string side, bool medians, std::vector<std::string>& order)
-      : side_(std::move(side)), medians_(medians), order_(order) {}
+  Collector(std::string side, std::vector<std::string>& order) : side_(std::move(side)), order_(order) {}
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       const std::string name = workload_name(run.run_name.str());
       if (run.error_occurred) throw Error("bench: " + name + " (" + side_ + ") failed: " + run.error_message);
-      if (medians_ ? run.aggregate_name != "median" : run.run_type != Run::RT_Iteration) continue;
+      if (run.run_type != Run::RT_Iteration) continue;
       Measurement m{run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit) * 1e3, {}};
       for (const auto& [key, counter] : run.counters) m.counters[key] = counter.value;
       std::fprintf(stderr, "  %-12s %-20s %10.4g ms\n", side_.c_str(), name.c_str(), m.ms);
@@ -64,15 +64,12 @@ class Collector : public benchmark::BenchmarkReporter {
 
  private:
   std::string side_;
-  bool medians_;
   std::vector<std::string>& order_;
 };
 
 // Google Benchmark reads its settings from flags; they are set once per process.
 void set_benchmark_flags(const BenchOptions& o) {
-  std::vector<std::string> args = {"kiln bench", "--benchmark_min_time=" + std::to_string(o.min_time),
-                                   "--benchmark_repetitions=" + std::to_string(o.repetitions),
-                                   "--benchmark_report_aggregates_only=true"};
+  std::vector<std::string> args = {"kiln bench", "--benchmark_min_time=" + std::to_string(o.min_time)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = int(argv.size());
@@ -82,7 +79,7 @@ void set_benchmark_flags(const BenchOptions& o) {
 Side run_kiln(const BenchOptions& o, bool lazy, int threads, std::vector<std::string>& order) {
   const std::string side = std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t";
   std::fprintf(stderr, "running %s in this process\n", side.c_str());
-  Collector collector(side, o.repetitions > 1, order);
+  Collector collector(side, order);
   set_lazy(lazy);
   benchmark::RunSpecifiedBenchmarks(&collector, o.filter.empty() ? "." : o.filter);
   set_lazy(true);
@@ -120,13 +117,14 @@ std::string run_program(const std::vector<std::string>& args, int threads) {
 Side run_libtorch(const BenchOptions& o, const std::string& program, int threads) {
   std::fprintf(stderr, "running libtorch at %d thread%s: %s\n", threads, threads > 1 ? "s" : "", program.c_str());
   std::vector<std::string> args = {
-      program, "--benchmark_format=json", "--benchmark_min_time=" + std::to_string(o.min_time),
-      "--benchmark_repetitions=" + std::to_string(o.repetitions), "--benchmark_report_aggregates_only=true"};
+      program,
+      "--benchmark_format=json",
+      "--benchmark_min_time=" + std::to_string(o.min_time),
+  };
   if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
   const json report = json::parse(run_program(args, threads));
   Side side;
   for (const json& b : report["benchmarks"]) {
-    if (o.repetitions > 1 && b.value("aggregate_name", "") != "median") continue;
     const std::string name = workload_name(b.value("run_name", b["name"].get<std::string>()));
     const double per_second = b["time_unit"] == "ns"   ? 1e9
                               : b["time_unit"] == "us" ? 1e6
@@ -305,24 +303,38 @@ int bench(const BenchOptions& o) {
                  "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build perf/, or pass "
                  "--libtorch); the libtorch column stays empty\n");
 
-  // Each side at 1 and 2 threads (or the given count); the table keeps each side's best.
+  // Each side at 1 and 2 threads (or the given count); the table keeps each side's best. The sides
+  // take turns in rounds, each running every workload once per round, so that a busy minute on a
+  // shared machine slows all of them rather than one; a figure is a side's median over the rounds.
   const std::vector<int> thread_counts = o.threads > 0 ? std::vector<int>{o.threads} : std::vector<int>{1, 2};
   set_benchmark_flags(o);
   const int saved_threads = config().num_threads;
   std::vector<std::string> order;
-  Sides sides;
-  for (bool lazy : {true, false}) {
-    if (!lazy && o.no_eager) continue;
-    for (int threads : thread_counts) {
-      set_num_threads(threads);
-      sides[std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t"] =
-          run_kiln(o, lazy, threads, order);
+  std::map<std::string, std::map<std::string, std::vector<Measurement>>> rounds;  // side -> workload -> runs
+  auto keep = [&](const std::string& side, Side results) {
+    for (auto& [name, m] : results) rounds[side][name].push_back(std::move(m));
+  };
+  for (int round = 1; round <= o.repetitions; ++round) {
+    if (o.repetitions > 1) std::fprintf(stderr, "round %d of %d\n", round, o.repetitions);
+    for (bool lazy : {true, false}) {
+      if (!lazy && o.no_eager) continue;
+      for (int threads : thread_counts) {
+        set_num_threads(threads);
+        keep(std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t",
+             run_kiln(o, lazy, threads, order));
+      }
     }
+    set_num_threads(saved_threads);
+    if (!libtorch.empty())
+      for (int threads : thread_counts)
+        keep("libtorch " + std::to_string(threads) + "t", run_libtorch(o, libtorch, threads));
   }
-  set_num_threads(saved_threads);
-  if (!libtorch.empty())
-    for (int threads : thread_counts)
-      sides["libtorch " + std::to_string(threads) + "t"] = run_libtorch(o, libtorch, threads);
+  Sides sides;
+  for (auto& [side, workloads] : rounds)
+    for (auto& [name, runs] : workloads) {
+      std::sort(runs.begin(), runs.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
+      sides[side][name] = runs[(runs.size() - 1) / 2];
+    }
 
   const Limits limits = machine_limits(sides);
   std::vector<Row> rows;

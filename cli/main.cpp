@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--min-time", bench.min_time, "Seconds per workload and side")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  bench_cmd->add_option("--repetitions", bench.repetitions, "Runs per figure; more than 1 reports medians")
+  bench_cmd
+      ->add_option("--repetitions", bench.repetitions, "Rounds, the sides taking turns; more than 1 reports medians")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench_cmd->add_option("--filter", bench.filter, "Regular expression over workload names (default: all)");
