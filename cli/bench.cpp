@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -86,30 +88,49 @@ Side run_kiln(const BenchOptions& o, bool lazy, int threads, std::vector<std::st
   return collector.results;
 }
 
-// Runs `args` with BENCH_THREADS=`threads` and returns what it printed on stdout.
+// Runs `args` with BENCH_THREADS=`threads` and returns what it printed on stdout. Everything the
+// child needs is built before fork: this process has threads (Halide's pool), so the child may
+// only call async-signal-safe functions until it execs.
 std::string run_program(const std::vector<std::string>& args, int threads) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string threads_var = "BENCH_THREADS=" + std::to_string(threads);
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "BENCH_THREADS=", 14) != 0) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(threads_var.c_str()));
+  envp.push_back(nullptr);
+
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw Error("bench: pipe failed");
   const pid_t pid = fork();
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    throw Error("bench: fork failed");
+  }
   if (pid == 0) {
     dup2(pipe_fds[1], STDOUT_FILENO);
     close(pipe_fds[0]);
     close(pipe_fds[1]);
-    setenv("BENCH_THREADS", std::to_string(threads).c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   close(pipe_fds[1]);
   std::string out;
   char buffer[4096];
-  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) out.append(buffer, size_t(n));
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n > 0)
+      out.append(buffer, size_t(n));
+    else if (errno != EINTR)
+      break;
+  }
   close(pipe_fds[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
-  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error("bench: " + args[0] + " failed (status " + std::to_string(WEXITSTATUS(status)) + ")");
   return out;
 }
@@ -333,7 +354,11 @@ int bench(const BenchOptions& o) {
   for (auto& [side, workloads] : rounds)
     for (auto& [name, runs] : workloads) {
       std::sort(runs.begin(), runs.end(), [](const Measurement& a, const Measurement& b) { return a.ms < b.ms; });
-      sides[side][name] = runs[(runs.size() - 1) / 2];
+      Measurement median = runs[(runs.size() - 1) / 2];
+      for (const auto& run : runs)  // a compile in any round counts, not the median round's
+        if (auto compiled = run.counter("compiled"))
+          median.counters["compiled"] = std::max(median.counter("compiled").value_or(0), *compiled);
+      sides[side][name] = median;
     }
 
   const Limits limits = machine_limits(sides);

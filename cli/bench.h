@@ -17,7 +17,7 @@ struct BenchOptions {
   std::string libtorch;   // bench_workloads_libtorch; empty: look beside this program's build
   bool no_libtorch = false;
   bool no_eager = false;
-  int threads = 0;  // kiln's threads; 0: KILN_NUM_THREADS or all cores
+  int threads = 0;  // threads of every side; 0: each side at 1 and at 2 threads, its best kept
 };
 
 // Returns the process exit status: 1 when the sides disagree on a workload's check value or a

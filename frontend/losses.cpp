@@ -7,6 +7,7 @@
 #include <set>
 
 #include "frontend/derivatives.h"
+#include "frontend/moments.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -84,7 +85,7 @@ int64_t check_class_target(const Tensor& input, const Tensor& target, int64_t ig
   expected.erase(expected.begin() + class_dim);
   KILN_CHECK(target.sizes() == IntArrayRef(expected), op, ": expected a target of shape ", expected, " for input ",
              shape_str(input), ", got ", shape_str(target));
-  // A target already computed is checked now; a pending one is checked by gather when computed.
+  // A target already computed is checked now; a pending one when it is computed (class_terms).
   const int64_t classes = input.size(class_dim);
   if (is_computed(target))
     for (int64_t t : target.to_vector<int64_t>())
@@ -109,31 +110,36 @@ Tensor weight_along_classes(const Tensor& weight, const Tensor& input, int64_t c
 }
 
 // The per-element pieces class-index losses share: -log p[target] times the target's class
-// weight (zero where the target is ignored), and that weight. log p = scores - log_normalizer:
-// nll_loss's input is log p already (no normalizer); cross_entropy's is the logits, normalized by
-// their log-sum-exp, so that log p itself never needs to exist.
+// weight (zero where the target is ignored), and that weight. log p = (scores - shift) - log_sum:
+// nll_loss's input is log p already (no shift, no log_sum); cross_entropy's is the logits,
+// normalized by the parts of their log-sum-exp, so that log p itself never needs to exist.
 struct ClassTerms {
   Tensor ignored;        // bool, target's shape
   Tensor target_weight;  // input's dtype, target's shape
   Tensor nll;            // unreduced, target's shape
 };
 
-ClassTerms class_terms(const Tensor& scores, const Tensor& log_normalizer, const Tensor& target, const Tensor& weight,
-                       int64_t ignore_index, int64_t class_dim) {
+ClassTerms class_terms(const Tensor& scores, const Tensor& shift, const Tensor& log_sum, const Tensor& target,
+                       const Tensor& weight, int64_t ignore_index, int64_t class_dim) {
   ClassTerms terms;
   terms.ignored = target == ignore_index;
+  const int64_t classes = scores.size(class_dim);
   // Ignored targets read class 0 (any valid index) and are then weighted by zero.
   Tensor safe_target = where(terms.ignored, Scalar(0), target);
+  Tensor class_indices = arange(classes, TensorOptions(kLong));
+  // A target still pending is read through the class indices (an identity map), so that a class
+  // out of range fails when it is computed, as check_class_target fails at once on a computed one.
+  if (!is_computed(target))
+    safe_target = class_indices.index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
   // scores[target] as a sum over the classes of a one-hot `where`, not a gather: it fuses into
   // the kernels that read the scores' rows anyway (a gather is a kernel boundary that would write
   // log_softmax's output to memory), and its gradient is the one-hot `where` again, elementwise,
   // where a gather's is a scatter into a tensor of zeros. The sum adds one value to zeros: exact.
   Shape along_classes(scores.dim(), 1);
-  along_classes[class_dim] = scores.size(class_dim);
-  Tensor classes = arange(scores.size(class_dim), TensorOptions(kLong)).reshape(along_classes);
-  Tensor one_hot = classes == safe_target.unsqueeze(class_dim);
+  along_classes[class_dim] = classes;
+  Tensor one_hot = class_indices.reshape(along_classes) == safe_target.unsqueeze(class_dim);
   Tensor picked = where(one_hot, scores, Scalar(0)).sum(class_dim);
-  if (log_normalizer.defined()) picked = picked - log_normalizer;
+  if (shift.defined()) picked = (picked - shift) - log_sum;
   terms.target_weight = logical_not(terms.ignored).to(scores.dtype());
   if (weight.defined())
     terms.target_weight = terms.target_weight *
@@ -188,7 +194,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const Reduce r = parse_reduction(reduction, "nll_loss");
   const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
   check_class_weight(weight, log_probs, class_dim, "nll_loss");
-  ClassTerms terms = class_terms(log_probs, Tensor(), target, weight, ignore_index, class_dim);
+  ClassTerms terms = class_terms(log_probs, Tensor(), Tensor(), target, weight, ignore_index, class_dim);
   Tensor loss = reduce_by_weight(terms.nll, r, terms.target_weight);
   return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
 }
@@ -206,13 +212,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
   const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
   check_class_weight(weight, logits, class_dim, op);
-  // log p = logits - logsumexp(logits): the picked logits and the row maxima are one pass over
-  // the logits, the sum of exponentials a second, and the gradient a third.
-  Tensor log_normalizer = logsumexp(logits, {class_dim}, /*keepdim=*/true);
-  ClassTerms terms = class_terms(logits, log_normalizer.squeeze(class_dim), target, weight, ignore_index, class_dim);
+  // log p = (logits - max) - log_sum: the picked logits and the row maxima are one pass over the
+  // logits, the sum of exponentials a second, and the gradient a third.
+  auto [max, log_sum] = detail::log_sum_exp(logits, {class_dim});
+  ClassTerms terms = class_terms(logits, max.squeeze(class_dim), log_sum.squeeze(class_dim), target, weight,
+                                 ignore_index, class_dim);
   Tensor nll = reduce_by_weight(terms.nll, r, terms.target_weight);
   if (label_smoothing == 0) return logits.dim() <= 2 ? named(nll, "NllLossBackward0", {logits}) : nll;
-  Tensor log_probs = logits - log_normalizer;
+  Tensor log_probs = (logits - max) - log_sum;
   // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
   Tensor all_classes = weight.defined()
                            ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)

@@ -1,4 +1,5 @@
-// Mean and biased variance over some axes in one pass, shared by layer_norm and batch_norm.
+// Statistics that composite ops share: mean and biased variance in one pass (layer_norm,
+// batch_norm), and the stable parts of a log-sum-exp (logsumexp, cross_entropy).
 #pragma once
 #include <vector>
 
@@ -15,5 +16,14 @@ struct Moments {
   Tensor var;       // keepdim, biased
 };
 Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes);
+
+// log(sum(exp(x))) over `axes` = max + log_sum, kept apart so that callers add them in the order
+// their rounding needs (cross_entropy, as libtorch, rounds (x[t] - max) - log_sum). The maximum is
+// a constant for autograd and zero where it is infinite (an all -inf row sums to -inf, not NaN).
+struct LogSumExp {
+  Tensor max;      // keepdim, detached
+  Tensor log_sum;  // keepdim: log(sum(exp(x - max)))
+};
+LogSumExp log_sum_exp(const Tensor& x, const std::vector<int64_t>& axes);
 
 }  // namespace kiln::detail

@@ -175,12 +175,8 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   auto axes = normalize_axes(x, dims, "logsumexp");
-  Tensor xf = x.is_floating_point() ? x : x.to(kFloat);
-  // Shift by the (constant) maximum for stability; an infinite maximum shifts by zero.
-  Tensor m = amax(xf, axes, true).detach();
-  m = where(m.abs() == std::numeric_limits<double>::infinity(), zeros_like(m), m);
-  Tensor r = log(sum(exp(xf - m), axes, true)) + m;
-  return named(drop_axes(r, x, axes, keepdim), "LogsumexpBackward0", {x});
+  auto [m, log_sum] = detail::log_sum_exp(x.is_floating_point() ? x : x.to(kFloat), axes);
+  return named(drop_axes(log_sum + m, x, axes, keepdim), "LogsumexpBackward0", {x});
 }
 
 // all and any count, so that an empty reduction is true for all and false for any, as in PyTorch.
@@ -246,6 +242,12 @@ Tensor Tensor::log_softmax(int64_t dim, std::optional<ScalarType> t) const { ret
 }  // namespace kiln
 
 namespace kiln::detail {
+
+LogSumExp log_sum_exp(const Tensor& x, const std::vector<int64_t>& axes) {
+  Tensor m = amax(x, axes, true).detach();
+  m = where(m.abs() == std::numeric_limits<double>::infinity(), zeros_like(m), m);
+  return {m, log(sum(exp(x - m), axes, true))};
+}
 
 Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes) {
   Tensor shift = x;

@@ -117,12 +117,16 @@ Cache& cache() {
 
 }  // namespace
 
+void finish_partition() {
+  Cache& c = cache();
+  if (!c.last) return;
+  for (Kernel& k : c.last->partition.kernels) k.library_node.reset();  // held by shared pointer
+  c.last = nullptr;
+}
+
 const Partition& partition_cached(const Plan& plan) {
   Cache& c = cache();
-  if (c.last) {  // that flush is over: keep none of its nodes alive (library nodes are held by pointer)
-    for (Kernel& k : c.last->partition.kernels) k.library_node.reset();
-    c.last = nullptr;
-  }
+  finish_partition();  // the previous flush's, should it have ended in an exception
   number_nodes(plan, c.numbering);
   const uint64_t h = hash_of(c.numbering.signature);
   auto it = c.entries.find(h);
@@ -133,9 +137,10 @@ const Partition& partition_cached(const Plan& plan) {
     return c.last->partition;
   }
   ++c.counts.made;
+  std::unique_ptr<Entry> made = make_entry(plan, c.numbering);
   if (c.entries.size() >= kMaxEntries) c.entries.clear();
   auto& slot = c.entries[h];  // a colliding structure replaces the entry it collided with
-  slot = make_entry(plan, c.numbering);
+  slot = std::move(made);
   c.last = slot.get();
   return c.last->partition;
 }

@@ -18,8 +18,10 @@ struct Partition {
 };
 
 // The partition of `plan` (after its rewrites), as partition() would make it. It stays valid until
-// the next call; flushes run one at a time, so that is the flush's lifetime.
+// finish_partition(), which the flush calls when it has run it (flushes run one at a time), so
+// that the cache keeps none of the flush's nodes alive.
 const Partition& partition_cached(const Plan& plan);
+void finish_partition();
 
 // Partitions made (misses) and reused (hits) in this process, for tests.
 struct PartitionCacheCounts {

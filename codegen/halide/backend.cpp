@@ -74,6 +74,7 @@ class HalideBackend final : public Backend {
       run(partition.kernels[i], keys[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
+    fusion::finish_partition();
     for (const auto& step : original.steps) {  // the dropped ones too: nothing will read them
       step.node->inputs.clear();
       step.node->inputs.shrink_to_fit();
