@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -184,13 +185,19 @@ class HalideBackend final : public Backend {
     }
     const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));
     if (workers < 2) return keys;  // run() finds or compiles a lone kernel itself
-    ensure_runtime();
     log().debug("loading or compiling {} kernels on {} threads", missing.size(), workers);
+    // With an empty cache the shared Halide runtime is built too: as the first job, beside the
+    // kernels (they need it only to be loaded, and wait for it there).
+    const size_t first = runtime_ready_ ? 1 : 0;
     std::vector<KernelFn> built(missing.size(), nullptr);
-    std::atomic<size_t> next{0};
+    std::atomic<size_t> next{first};
     auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < missing.size();)
-        built[i] = load_or_build_or_null(*missing[i].first, *missing[i].second);
+      for (size_t i; (i = next.fetch_add(1)) < missing.size() + 1;) {
+        if (i == 0)
+          ensure_runtime_or_log();
+        else
+          built[i - 1] = load_or_build_or_null(*missing[i - 1].first, *missing[i - 1].second);
+      }
     };
     std::vector<std::thread> pool;
     for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
@@ -219,9 +226,9 @@ class HalideBackend final : public Backend {
   }
 
   KernelFn load_or_build(const Kernel& k, const std::string& key) {
-    ensure_runtime();
     const std::string name = "kiln_" + std::to_string(fnv1a64(key.data(), key.size()));
     if (auto path = cache().find(key, ".so")) {
+      ensure_runtime();
       if (KernelFn fn = open(*path, name)) {
         stats_add(&Stats::kernels_loaded, 1);
         log().debug("loaded kernel {} from {}", name, *path);
@@ -237,6 +244,7 @@ class HalideBackend final : public Backend {
     halide::compile_kernel(k, name, object, dump ? dump : "");
     link(object, shared);
     const std::string path = cache().store(key, ".so", shared);
+    ensure_runtime();
     KernelFn fn = open(path, name);
     KILN_CHECK(fn, "halide: could not load the kernel just built at ", path, ": ", dlerror());
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
@@ -269,9 +277,12 @@ class HalideBackend final : public Backend {
     threads_ = wanted;
   }
 
-  // Kernels are built without the Halide runtime; one shared copy is loaded first, globally.
+  // Kernels are built without the Halide runtime; one shared copy is loaded before any of them,
+  // globally. Compiling threads call this too: the first builds it, the others wait for it.
   void ensure_runtime() {
-    if (runtime_loaded_) return;
+    std::lock_guard<std::mutex> lock(runtime_mutex_);
+    if (runtime_ready_) return;
+    if (load_runtime(prebuilt_runtime())) return;
     const std::string key = "halide-runtime";
     std::string path;
     if (auto found = cache().find(key, ".so")) {
@@ -282,10 +293,33 @@ class HalideBackend final : public Backend {
       link(object, shared);
       path = cache().store(key, ".so", shared);
     }
-    void* runtime = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    KILN_CHECK(runtime, "halide: could not load its runtime from ", path, ": ", dlerror());
+    KILN_CHECK(load_runtime(path), "halide: could not load its runtime from ", path, ": ", dlerror());
+  }
+  bool load_runtime(const std::string& path) {
+    void* runtime = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!runtime) return false;
     set_threads_ = reinterpret_cast<int (*)(int)>(dlsym(runtime, "halide_set_num_threads"));
-    runtime_loaded_ = true;
+    runtime_ready_ = true;
+    return true;
+  }
+  // The runtime built with kiln (CMake target kiln_halide_runtime), if it was built for this target.
+  static std::string prebuilt_runtime() {
+#ifdef KILN_PREBUILT_RUNTIME_DIR
+    const std::string dir = KILN_PREBUILT_RUNTIME_DIR;
+    std::string target;
+    if (std::ifstream(dir + "/target.txt") >> target && target == halide::target_name() &&
+        std::filesystem::exists(dir + "/libkiln_halide_runtime.so"))
+      return dir + "/libkiln_halide_runtime.so";
+#endif
+    return "";
+  }
+  // In the compiling pool: a failure is left for the kernels to report (they call ensure_runtime).
+  void ensure_runtime_or_log() {
+    try {
+      ensure_runtime();
+    } catch (const Error& e) {
+      log().error("{}", e.what());
+    }
   }
 
   const DiskCache& cache() {
@@ -295,7 +329,8 @@ class HalideBackend final : public Backend {
   }
 
   std::unordered_map<std::string, KernelFn> loaded_;
-  bool runtime_loaded_ = false;
+  std::mutex runtime_mutex_;
+  std::atomic<bool> runtime_ready_{false};
   int (*set_threads_)(int) = nullptr;
   int threads_ = 0;
 };
