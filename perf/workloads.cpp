@@ -180,34 +180,42 @@ static void BM_AdamStep(benchmark::State& state) {
 }
 BENCHMARK(BM_AdamStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// One training step of an MLP 784-512-512-10 (Linear, LayerNorm, GELU twice, then Linear), batch
-// 256, cross-entropy, Adam; the same model as perf/first_step.cpp. Flops floor: the matmuls only,
-// 2 * B * (784*512 + 512*512 + 512*10) per pass, times 3 (forward, and the backward's two
-// products per layer). check: the loss of the second step, which depends on the first step's
-// gradients and Adam update.
-
-static void BM_MlpStep(benchmark::State& state) {
-  constexpr int64_t B = 256;
-  torch::manual_seed(0);
-  BenchMlp net;
-  auto x = torch::randn({B, 784});
-  auto y = torch::randint(0, 10, {B});
-  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
-  auto step = [&] {
+// Times one training step of `net` on (x, y): zero_grad, cross-entropy, backward, an Adam step.
+// Two steps run first, outside the timed loop: the first compiles its kernels, the second the
+// steady state's (Adam's moments exist); check is the second step's loss. `flops` is the floor.
+template <typename Net>
+void time_training_step(benchmark::State& state, Net& net, const torch::Tensor& x, const torch::Tensor& y,
+                        double flops) {
+  torch::optim::Adam adam(net.parameters(), torch::optim::AdamOptions(1e-3));
+  auto step = [&]() -> torch::Tensor {
     adam.zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(net.forward(x), y);
     loss.backward();
     adam.step();
     settle();
     benchmark::DoNotOptimize(loss);
     return loss;
   };
-  step();                                    // compiles the first step's kernels
-  const float check = step().item<float>();  // and the steady state's (Adam's moments exist)
+  step();
+  const torch::Tensor second = step();
+  const float check = second.item<float>();
   KilnCounters k;
   for (auto _ : state) step();
   k.report(state);
-  set_floor_counters(state, 0, 2.0 * B * (784 * 512 + 512 * 512 + 512 * 10) * 3, check);
+  set_floor_counters(state, 0, flops, check);
+}
+
+// One training step of an MLP 784-512-512-10 (Linear, LayerNorm, GELU twice, then Linear), batch
+// 256, cross-entropy, Adam; the same model as perf/first_step.cpp. Flops floor: the matmuls only,
+// 2 * B * (784*512 + 512*512 + 512*10) per pass, times 3 (forward, and the backward's two
+// products per layer).
+static void BM_MlpStep(benchmark::State& state) {
+  constexpr int64_t B = 256;
+  torch::manual_seed(0);
+  BenchMlp net;
+  auto x = torch::randn({B, 784});
+  auto y = torch::randint(0, 10, {B});
+  time_training_step(state, *net, x, y, 2.0 * B * (784 * 512 + 512 * 512 + 512 * 10) * 3);
 }
 BENCHMARK(BM_MlpStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -221,25 +229,10 @@ static void BM_CnnStep(benchmark::State& state) {
   auto net = fashion::make_cnn();
   auto x = torch::randn({B, 1, 28, 28});
   auto y = torch::randint(0, 10, {B});
-  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-3));
-  auto step = [&] {
-    adam.zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(net->forward(x), y);
-    loss.backward();
-    adam.step();
-    settle();
-    benchmark::DoNotOptimize(loss);
-    return loss;
-  };
-  step();
-  const float check = step().item<float>();
-  KilnCounters k;
-  for (auto _ : state) step();
-  k.report(state);
   const double conv1 = 2.0 * B * 32 * 9 * 28 * 28, conv2 = 2.0 * B * 64 * 32 * 9 * 14 * 14;
   const double linear = 2.0 * B * (64 * 7 * 7 * 128 + 128 * 10);
   const double forward = conv1 + conv2 + linear;
-  set_floor_counters(state, 0, 3 * forward - conv1, check);
+  time_training_step(state, *net, x, y, 3 * forward - conv1);
 }
 BENCHMARK(BM_CnnStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
