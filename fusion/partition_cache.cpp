@@ -7,9 +7,10 @@ namespace kiln::fusion {
 namespace {
 
 // Numbers the nodes a plan touches: step i is ref i; a computed node it reads is ref n + k, k in
-// order of first reading. Every node gets `stamp` and its ref in pass_value. The returned
-// signature is everything partition() and Kernel::key() look at: ops, dtypes, shapes, attributes,
-// which steps are roots, and every read with its view. (Constants' values are kernel arguments.)
+// order of first reading. Every node gets a fresh stamp and its ref in pass_value. The signature
+// holds everything partition() and Kernel::key() look at: ops, dtypes, shapes, attributes, which
+// steps are roots, and every read with its view (constants' values are kernel arguments, and CSE
+// and simplification, which do look at them, ran before).
 struct Numbering {
   std::vector<ir::Node*> nodes;  // by ref
   std::vector<int64_t> signature;
