@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <kiln/torch.h>
 
@@ -38,9 +39,9 @@ std::vector<float> workload() {
 // Runs the child with `cache_dir`, expecting `expect`: "compile" (built kernels, loaded none),
 // "load" (built none) or "any". Returns the child's exit status; its output is left in a log file
 // in the temporary folder.
-int run_child(const std::string& cache_dir, const std::string& expect) {
+int run_child(const std::string& cache_dir, const std::string& expect, const std::string& env = "") {
   const auto log = fs::temp_directory_path() / ("kiln-cache-child-" + std::to_string(getpid()) + "-" + expect + ".log");
-  const std::string cmd = "KILN_CACHE_DIR='" + cache_dir + "' KILN_CACHE_CHILD=" + expect + " /proc/" +
+  const std::string cmd = env + " KILN_CACHE_DIR='" + cache_dir + "' KILN_CACHE_CHILD=" + expect + " /proc/" +
                           std::to_string(getpid()) + "/exe --gtest_filter=CacheChild.Workload > '" + log.string() +
                           "' 2>&1";
   return std::system(cmd.c_str());
@@ -87,6 +88,28 @@ TEST(Cache, SecondProcessCompilesNothing) {
   ASSERT_EQ(run_child(dir, "compile"), 0);
   ASSERT_EQ(run_child(dir, "load"), 0);
   fs::remove_all(dir);
+}
+
+// The Halide runtime comes built with kiln (CMake target kiln_halide_runtime); without it (another
+// machine, KILN_PREBUILT_RUNTIME=0 here) a process builds its own into the cache.
+bool cache_has_runtime(const std::string& dir) {
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().extension() != ".meta") continue;
+    std::ifstream meta(e.path());
+    const std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+    if (text.find("halide-runtime") != std::string::npos) return true;
+  }
+  return false;
+}
+TEST(Cache, RuntimeIsPrebuiltOrBuiltIntoTheCache) {
+  const std::string prebuilt = fresh_dir("prebuilt"), own = fresh_dir("own");
+  ASSERT_EQ(run_child(prebuilt, "compile"), 0);
+  EXPECT_FALSE(cache_has_runtime(prebuilt));
+  ASSERT_EQ(run_child(own, "compile", "KILN_PREBUILT_RUNTIME=0"), 0);
+  EXPECT_TRUE(cache_has_runtime(own));
+  EXPECT_EQ(run_child(own, "load", "KILN_PREBUILT_RUNTIME=0"), 0);
+  fs::remove_all(prebuilt);
+  fs::remove_all(own);
 }
 
 TEST(Cache, CorruptAndTruncatedEntriesAreRebuilt) {

@@ -302,9 +302,11 @@ class HalideBackend final : public Backend {
     runtime_ready_ = true;
     return true;
   }
-  // The runtime built with kiln (CMake target kiln_halide_runtime), if it was built for this target.
+  // The runtime built with kiln (CMake target kiln_halide_runtime), if it was built for this target
+  // (KILN_PREBUILT_RUNTIME=0 ignores it: the cache tests build one as another machine would).
   static std::string prebuilt_runtime() {
 #ifdef KILN_PREBUILT_RUNTIME_DIR
+    if (const char* use = std::getenv("KILN_PREBUILT_RUNTIME"); use && std::string(use) == "0") return "";
     const std::string dir = KILN_PREBUILT_RUNTIME_DIR;
     std::string target;
     if (std::ifstream(dir + "/target.txt") >> target && target == halide::target_name() &&
