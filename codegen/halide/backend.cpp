@@ -70,9 +70,9 @@ class HalideBackend final : public Backend {
     fusion::eliminate_common_subexpressions(plan);
     fusion::simplify(plan);
     const fusion::Partition& partition = fusion::partition_cached(plan);
-    const std::vector<const std::string*> keys = prepare(partition);
+    const std::vector<KernelFn> fns = prepare(partition);
     for (size_t i = 0; i < partition.kernels.size(); ++i) {
-      run(partition.kernels[i], keys[i]);
+      run(partition.kernels[i], fns[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     fusion::finish_partition();
@@ -84,8 +84,8 @@ class HalideBackend final : public Backend {
   }
 
  private:
-  // `key` is k.key(), or null for a library call or a kernel too large for 32-bit indices.
-  void run(const Kernel& k, const std::string* key) {
+  // `fn` is the kernel's compiled function (see prepare); without one it runs on the interpreter.
+  void run(const Kernel& k, KernelFn fn) {
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -96,7 +96,6 @@ class HalideBackend final : public Backend {
       stats_add(&Stats::kernel_launches, 1);
       return;
     }
-    KernelFn fn = key ? find_or_compile(k, *key) : nullptr;
     if (!fn) return interpret(k);
     apply_thread_count();
     launch(k, fn);
@@ -166,25 +165,35 @@ class HalideBackend final : public Backend {
     stats_add(&Stats::kernel_launches, 1);
   }
 
-  // The kernels' keys (see run), after loading or compiling at once the kernels of the flush not
-  // yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
+  // Each kernel's function (null for a library call, a kernel too large for 32-bit indices, or one
+  // that failed to build: see run), after loading or compiling at once the kernels of the flush
+  // not yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
   // and LLVM, then the linker), and Halide compiles distinct pipelines concurrently. As many
-  // threads as kernels run on (set_num_threads).
-  std::vector<const std::string*> prepare(const fusion::Partition& partition) {
+  // threads as kernels run on (set_num_threads). Each key is looked up once per flush.
+  std::vector<KernelFn> prepare(const fusion::Partition& partition) {
     const std::vector<Kernel>& kernels = partition.kernels;
-    std::vector<const std::string*> keys(kernels.size(), nullptr);
+    std::vector<KernelFn> fns(kernels.size(), nullptr);
     std::vector<std::pair<const Kernel*, const std::string*>> missing;
+    std::vector<std::pair<size_t, size_t>> waiting;  // (kernel, its entry in missing)
     for (size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
-      keys[i] = &partition.keys[i];
-      if (loaded_.count(*keys[i])) continue;
-      bool listed = false;
-      for (const auto& m : missing) listed |= *m.second == *keys[i];
-      if (!listed) missing.emplace_back(&k, keys[i]);
+      const std::string& key = partition.keys[i];
+      if (auto it = loaded_.find(key); it != loaded_.end()) {
+        stats_add(&Stats::kernel_cache_hits, 1);
+        fns[i] = it->second;
+        continue;
+      }
+      size_t m = 0;
+      while (m < missing.size() && *missing[m].second != key) ++m;
+      if (m == missing.size())
+        missing.emplace_back(&k, &key);
+      else
+        stats_add(&Stats::kernel_cache_hits, 1);  // built once for this flush, then found
+      waiting.emplace_back(i, m);
     }
+    if (missing.empty()) return fns;
     const size_t workers = std::min<size_t>(missing.size(), std::max(1, get_num_threads()));
-    if (workers < 2) return keys;  // run() finds or compiles a lone kernel itself
     log().debug("loading or compiling {} kernels on {} threads", missing.size(), workers);
     // With an empty cache the shared Halide runtime is built too: as the first job, beside the
     // kernels (they need it only to be loaded, and wait for it there).
@@ -203,16 +212,9 @@ class HalideBackend final : public Backend {
     for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
     work();
     for (auto& t : pool) t.join();
-    for (size_t i = 0; i < missing.size(); ++i) loaded_[*missing[i].second] = built[i];
-    return keys;
-  }
-
-  KernelFn find_or_compile(const Kernel& k, const std::string& key) {
-    if (auto it = loaded_.find(key); it != loaded_.end()) {
-      stats_add(&Stats::kernel_cache_hits, 1);
-      return it->second;
-    }
-    return loaded_[key] = load_or_build_or_null(k, key);
+    for (size_t m = 0; m < missing.size(); ++m) loaded_[*missing[m].second] = built[m];
+    for (auto [i, m] : waiting) fns[i] = built[m];
+    return fns;
   }
 
   // A kernel that cannot be built is logged and runs on the interpreter (null).
@@ -256,8 +258,8 @@ class HalideBackend final : public Backend {
 
   static void link(const std::string& object, const std::string& shared) {
     const char* cxx = std::getenv("KILN_CXX");
-    const std::string cmd = std::string(cxx ? cxx : "c++") + " -shared -o " + shell_quote(shared) + " " +
-                            shell_quote(object) + " 2>&1";
+    const std::string cmd =
+        std::string(cxx ? cxx : "c++") + " -shared -o " + shell_quote(shared) + " " + shell_quote(object) + " 2>&1";
     const int rc = std::system(cmd.c_str());
     std::filesystem::remove(object);
     KILN_CHECK(rc == 0, "halide: linking a kernel failed (", cmd, " exited with ", rc, ")");
