@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "fusion/passes.h"
+#include "runtime/disk_cache.h"
 
 namespace kiln::fusion {
 namespace {
@@ -13,8 +14,8 @@ namespace {
 // read through the same views. Hashed and compared in place (no key is built per node).
 struct SameValueHash {
   size_t operator()(const ir::Node* n) const {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    uint64_t h = kFnvOffsetBasis;
+    auto mix = [&](uint64_t v) { h = fnv1a64_word(h, v); };
     mix(uint64_t(n->op));
     mix(uint64_t(n->dtype));
     uint64_t bits;

@@ -337,7 +337,7 @@ std::vector<Kernel> partition(const Plan& plan, std::vector<std::vector<Node*>>*
 }
 
 std::string Kernel::key() const {
-  // Built by appending (no stream): a flush computes the key of every kernel it runs.
+  // Built by appending, not streaming: every new partition computes the key of each kernel.
   std::string key;
   key.reserve(32 + 8 * reads.size() + 24 * nodes.size());
   auto number = [&](int64_t v) {

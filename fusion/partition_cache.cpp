@@ -3,6 +3,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include "runtime/disk_cache.h"
+
 namespace kiln::fusion {
 namespace {
 
@@ -55,8 +57,8 @@ void number_nodes(const Plan& plan, Numbering& out) {
 }
 
 uint64_t hash_of(const std::vector<int64_t>& v) {
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t x : v) h = (h ^ uint64_t(x)) * 1099511628211ull;
+  uint64_t h = kFnvOffsetBasis;
+  for (int64_t x : v) h = fnv1a64_word(h, uint64_t(x));
   return h;
 }
 
