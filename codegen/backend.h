@@ -9,7 +9,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
-  virtual void execute(const fusion::Plan& plan) = 0;
+  // The backend may rewrite the plan (its passes run in place); the caller drops it afterwards.
+  virtual void execute(fusion::Plan& plan) = 0;
 };
 
 // The reference interpreter: one node at a time, in float64 arithmetic (int64 and bool exactly),
@@ -25,6 +26,6 @@ void run_node(ir::Node& n);
 
 // The backend chosen by KILN_BACKEND: "halide" or "interp".
 Backend& current_backend();
-inline void execute(const fusion::Plan& plan) { current_backend().execute(plan); }
+inline void execute(fusion::Plan& plan) { current_backend().execute(plan); }
 
 }  // namespace kiln::codegen

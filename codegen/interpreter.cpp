@@ -447,7 +447,7 @@ void compute(Node& n) {
 class Interpreter final : public Backend {
  public:
   const char* name() const override { return "interp"; }
-  void execute(const fusion::Plan& plan) override {
+  void execute(fusion::Plan& plan) override {
     for (const auto& step : plan.steps) {
       Node& n = *step.node;
       compute(n);

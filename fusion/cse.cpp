@@ -2,7 +2,7 @@
 // twice (x * x in two places, the same broadcast constant); each duplicate's readers are pointed
 // at the first copy.
 #include <cstring>
-#include <unordered_map>
+#include <vector>
 
 #include "fusion/passes.h"
 #include "runtime/disk_cache.h"
@@ -49,18 +49,33 @@ struct SameValue {
 }  // namespace
 
 void eliminate_common_subexpressions(Plan& plan) {
-  std::unordered_map<const ir::Node*, ir::NodePtr, SameValueHash, SameValue> first;
-  first.reserve(plan.steps.size());
-  std::unordered_map<ir::Node*, ir::NodePtr> replaced;
-  for (auto& step : plan.steps) {
+  // An open-addressing table of step indices (-1: empty), at most half full, kept between flushes
+  // (they run one at a time): a per-node hash-map entry was a large part of a tiny op's cost.
+  static std::vector<int32_t> table;
+  size_t capacity = 16;
+  while (capacity < 2 * plan.steps.size()) capacity *= 2;
+  table.assign(capacity, -1);
+  const size_t mask = capacity - 1;
+  // A duplicate is stamped `redirected`, with the index of the step its readers now read.
+  const uint64_t redirected = begin_pass();
+  bool any = false;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step& step = plan.steps[i];
     ir::Node& n = *step.node;
     for (auto& in : n.inputs)  // steps come in dependency order: inputs are already canonical
-      if (auto it = replaced.find(in.node.get()); it != replaced.end()) in.node = it->second;
+      if (in.node->pass == redirected) in.node = plan.steps[size_t(in.node->pass_value)].node;
     if (n.op == ir::Op::Input) continue;
-    auto [it, inserted] = first.emplace(&n, step.node);
-    if (!inserted && !step.is_root) replaced[&n] = it->second;
+    size_t slot = SameValueHash{}(&n) & mask;
+    while (table[slot] >= 0 && !SameValue{}(plan.steps[size_t(table[slot])].node.get(), &n)) slot = (slot + 1) & mask;
+    if (table[slot] < 0) {
+      table[slot] = int32_t(i);
+    } else if (!step.is_root) {
+      n.pass = redirected;
+      n.pass_value = table[slot];
+      any = true;
+    }
   }
-  if (!replaced.empty()) drop_dead_steps(plan);
+  if (any) drop_dead_steps(plan);
 }
 
 }  // namespace kiln::fusion

@@ -18,23 +18,25 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
     n.pass_value = 0;
     return true;
   };
-  // Iterative post-order DFS: a node is appended after all its pending inputs.
-  std::vector<std::pair<ir::NodePtr, size_t>> stack;
+  // Iterative post-order DFS: a node is appended after all its pending inputs. The stack points
+  // at the roots' and readers' own pointers (nothing changes them here): no reference counting.
+  std::vector<std::pair<const ir::NodePtr*, size_t>> stack;
   std::vector<ir::NodePtr> order;
   for (const auto& r : roots) {
     if (r->computed() || !visit(*r)) continue;
-    stack.push_back({r, 0});
+    stack.push_back({&r, 0});
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
-      if (next < n->inputs.size()) {
-        const ir::NodePtr& in = n->inputs[next++].node;
+      const ir::Node& node = **n;
+      if (next < node.inputs.size()) {
+        const ir::NodePtr& in = node.inputs[next++].node;
         if (in->computed()) continue;
         const bool first = visit(*in);
         ++in->pass_value;
-        if (first) stack.push_back({in, 0});
+        if (first) stack.push_back({&in, 0});
         continue;
       }
-      order.push_back(std::move(n));
+      order.push_back(*n);
       stack.pop_back();
     }
   }

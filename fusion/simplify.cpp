@@ -2,7 +2,6 @@
 // identity constant reads its operand directly, and an elementwise op on constants becomes a
 // constant. Only rewrites exact in IEEE arithmetic are made (x * 0 is not 0 when x is NaN).
 #include <cmath>
-#include <unordered_map>
 
 #include "fusion/passes.h"
 
@@ -63,12 +62,13 @@ bool fold(const ir::Node& n, double& out) {
 }  // namespace
 
 void simplify(Plan& plan) {
-  std::unordered_map<ir::Node*, ir::NodePtr> replaced;
+  // An identity op is stamped `redirected`, with the index of the operand its readers now read.
+  const uint64_t redirected = begin_pass();
   bool changed = false;
   for (auto& step : plan.steps) {
     ir::Node& n = *step.node;
-    for (auto& in : n.inputs)
-      if (auto it = replaced.find(in.node.get()); it != replaced.end()) in.node = it->second;
+    for (auto& in : n.inputs)  // the operand read instead is canonical already (dependency order)
+      if (in.node->pass == redirected) in.node = in.node->inputs[size_t(in.node->pass_value)].node;
     double value;
     if (fold(n, value)) {  // the node itself becomes the constant: its readers need no change
       n.op = Op::Const;
@@ -79,7 +79,8 @@ void simplify(Plan& plan) {
     }
     if (step.is_root) continue;
     if (const ir::Operand* same = identity_operand(n)) {
-      replaced[&n] = same->node;
+      n.pass = redirected;
+      n.pass_value = same - n.inputs.data();
       changed = true;
     }
   }
@@ -90,7 +91,10 @@ void drop_dead_steps(Plan& plan) {
   const uint64_t read = begin_pass();  // stamps the nodes a kept step reads
   std::vector<Step> kept;
   for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it) {
-    if (!it->is_root && it->node->pass != read) continue;
+    if (!it->is_root && it->node->pass != read) {
+      plan.dropped.push_back(std::move(it->node));
+      continue;
+    }
     for (const auto& in : it->node->inputs) in.node->pass = read;
     kept.push_back(std::move(*it));
   }

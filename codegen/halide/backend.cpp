@@ -65,8 +65,7 @@ class HalideBackend final : public Backend {
  public:
   const char* name() const override { return "halide"; }
 
-  void execute(const fusion::Plan& original) override {
-    fusion::Plan plan = original;
+  void execute(fusion::Plan& plan) override {
     fusion::eliminate_common_subexpressions(plan);
     fusion::simplify(plan);
     const fusion::Partition& partition = fusion::partition_cached(plan);
@@ -76,10 +75,12 @@ class HalideBackend final : public Backend {
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     fusion::finish_partition();
-    for (const auto& step : original.steps) {  // the dropped ones too: nothing will read them
-      step.node->inputs.clear();
-      step.node->inputs.shrink_to_fit();
-    }
+    auto forget_inputs = [](ir::Node& n) {
+      n.inputs.clear();
+      n.inputs.shrink_to_fit();
+    };
+    for (const auto& step : plan.steps) forget_inputs(*step.node);
+    for (const auto& node : plan.dropped) forget_inputs(*node);  // nothing will read them
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
   }
 
