@@ -30,7 +30,7 @@ Tensor from_host(IntArrayRef size, ScalarType dtype, F&& fill) {
   ir::Node n;
   n.op = ir::Op::Input;
   n.dtype = dtype;
-  n.shape = size.vec();
+  n.shape = size;
   n.result = make_buffer(numel_of(n.shape) * element_size(dtype));
   fill(n.result->data(), numel_of(n.shape));
   return detail::wrap(tracer::record(std::move(n)));

@@ -189,13 +189,13 @@ class OpBackward final : public autograd::Node {
     if (saved_output_.defined()) saved_output_.reset();
   }
 
-  void save(const TensorList& inputs, const Attrs& attrs) {
+  void save(Tensors inputs, const Attrs& attrs) {
     attrs_ = attrs;
     saved_inputs_.resize(inputs.size());
     unsigned wanted = 0;  // inputs that want a gradient
     for (size_t i = 0; i < inputs.size(); ++i) wanted |= inputs[i].requires_grad() ? 1u << i : 0u;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      in_shapes_.push_back(inputs[i].sizes().vec());
+      in_shapes_.push_back(inputs[i].sizes());
       in_strides_.push_back(inputs[i].strides().vec());
       in_dtypes_.push_back(inputs[i].dtype());
       if ((d_->save_inputs & (1u << i)) && (d_->used_by[i] == 0 || (d_->used_by[i] & wanted)))
@@ -221,12 +221,12 @@ uint64_t next_sequence_nr() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-void attach(Tensor& out, const Derivative* d, const TensorList& inputs, const Attrs& attrs) {
+void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs) {
   auto node = std::make_shared<OpBackward>(d);
   node->sequence_nr = next_sequence_nr();
   node->next_edges.reserve(inputs.size());
   for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
-  node->output_shapes = {out.sizes().vec()};
+  node->output_shapes = {Shape(out.sizes())};
   node->output_dtypes = {out.dtype()};
   node->save(inputs, attrs);
   set_history(out, node);
@@ -246,7 +246,7 @@ const Derivative* derivative(ir::Op op) {
 
 const Derivative& view_derivative(ViewKind kind) { return kViewRows[size_t(kind)]; }
 
-Tensor named(Tensor out, const char* grad_fn_name, const TensorList& inputs) {
+Tensor named(Tensor out, const char* grad_fn_name, Tensors inputs) {
   const auto& meta = out.unsafeGetTensorImpl()->autograd;
   if (!meta || !meta->grad_fn) return out;
   for (const auto& t : inputs)  // out is an input, or shares its node: not out's own op
@@ -256,13 +256,13 @@ Tensor named(Tensor out, const char* grad_fn_name, const TensorList& inputs) {
   return out;
 }
 
-bool any_requires_grad(const TensorList& ts) {
+bool any_requires_grad(Tensors ts) {
   for (const auto& t : ts)
     if (t.defined() && t.requires_grad()) return true;
   return false;
 }
 
-Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs,
+Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs,
                  const std::optional<Shape>& sizes) {
   const Derivative* d = derivative(op);
   const bool track = d && autograd::GradMode::is_enabled() && any_requires_grad(inputs) && is_floating(dtype);

@@ -45,14 +45,14 @@ const Derivative& view_derivative(ViewKind kind);
 // Records `op` over `inputs` and attaches its backward node when gradients flow.
 // `sizes`, when given, are the result's sizes: the node's shape without some size-1 axes (a
 // reduction without keepdim, whose grad_fn is then the reduction's node, as in PyTorch).
-Tensor primitive(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs = {},
+Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs = {},
                  const std::optional<Shape>& sizes = std::nullopt);
 // A view of `self` (sharing storage) with the backward node of `kind`.
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
 // Names out's grad_fn as PyTorch names the op that made it, for ops kiln composes of primitives
 // or overloads PyTorch tells apart: mean() ends in a division but is "MeanBackward0", x + 2 is
 // "AddBackward1". Leaves out alone when its grad_fn is one of `inputs`' (the op made no node).
-Tensor named(Tensor out, const char* grad_fn_name, const TensorList& inputs);
+Tensor named(Tensor out, const char* grad_fn_name, Tensors inputs);
 
 // The strided view `geometry` (sizes|strides|offset over a contiguous `t`) of t, and its adjoint:
 // a zero tensor of `shape` with that view set to `g`.
@@ -65,6 +65,6 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 void set_history(Tensor& out, const std::shared_ptr<autograd::Node>& node, uint32_t output_nr = 0);
 // The edge a gradient for `t` flows along (its grad_fn, or its leaf accumulator), or none.
 autograd::Edge gradient_edge(const Tensor& t);
-bool any_requires_grad(const TensorList& ts);
+bool any_requires_grad(Tensors ts);
 
 }  // namespace kiln::detail

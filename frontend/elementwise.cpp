@@ -45,12 +45,12 @@ Shape broadcast(const Tensor& a, const Tensor& b, const char* op) { return broad
 Tensor wrap_scalar(const Scalar& s, const Tensor& like) {
   ScalarType t = like.dtype();
   if (dtype_category(s.type()) > dtype_category(t)) t = s.type() == kDouble ? kFloat : kLong;
-  return scalar_tensor(s, t);
+  return detail::constant(s.toDouble(), t);
 }
 
 Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kFloat); }
 
-Tensor unary(Op op, const Tensor& x) { return primitive(op, {x}, x.sizes().vec(), x.dtype()); }
+Tensor unary(Op op, const Tensor& x) { return primitive(op, {x}, x.sizes(), x.dtype()); }
 Tensor unary_float(Op op, const Tensor& x) { return unary(op, float_input(x)); }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
@@ -103,7 +103,7 @@ Tensor logical_not(const Tensor& x) { return unary(Op::Not, x.to(kBool)); }
 
 // sigmoid through tanh: stable at both ends, in value and in gradient.
 Tensor sigmoid(const Tensor& x) { return named(tanh(float_input(x) * 0.5) * 0.5 + 0.5, "SigmoidBackward0", {x}); }
-Tensor relu(const Tensor& x) { return named(where(x > 0, x, zeros_like(x)), "ReluBackward0", {x}); }
+Tensor relu(const Tensor& x) { return named(where(x > 0, x, 0), "ReluBackward0", {x}); }
 Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
@@ -182,7 +182,7 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return wher
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   KILN_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", detail::shape_str(mask));
   Shape s = broadcast(x, mask, "masked_fill");
-  KILN_CHECK(s == x.sizes().vec(), "masked_fill: mask ", detail::shape_str(mask),
+  KILN_CHECK(IntArrayRef(s) == x.sizes(), "masked_fill: mask ", detail::shape_str(mask),
              " does not broadcast to the input's shape ", x.sizes().vec());
   return named(where(mask, scalar_tensor(value, x.dtype()), x), "MaskedFillBackward0", {x});
 }

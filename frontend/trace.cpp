@@ -1,5 +1,7 @@
 #include "frontend/trace.h"
 
+#include <array>
+#include <cstring>
 #include <sstream>
 
 #include "frontend/autograd.h"
@@ -24,7 +26,7 @@ Tensor wrap(ir::NodePtr node) {
   return Tensor(std::move(impl));
 }
 
-Tensor record(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs) {
+Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs) {
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
@@ -34,6 +36,38 @@ Tensor record(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype
   n.ints = std::move(attrs.ints);
   n.scalar = attrs.scalar;
   return wrap(tracer::record(std::move(n)));
+}
+
+Tensor constant(double value, ScalarType dtype) {
+  struct Recent {
+    uint64_t bits = 0;
+    ScalarType dtype = kFloat;
+    Tensor t;
+    const ir::Node* node = nullptr;  // t's content when made
+  };
+  thread_local std::array<Recent, 16> recent;  // direct-mapped by the value's bits
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  Recent& slot = recent[((bits + uint64_t(dtype)) * 0x9e3779b97f4a7c15ull) >> 60];
+  // Reused only as made: not written in place, not made to require grad, and not computed (then
+  // it would be read from memory, not folded), should an op have handed it to the user.
+  if (slot.t.defined() && slot.bits == bits && slot.dtype == dtype) {
+    const ir::Node* now = slot.t.unsafeGetTensorImpl()->storage->node.get();
+    if (now == slot.node && !now->computed() && !slot.t.requires_grad()) return slot.t;
+  }
+  ir::Node n;
+  n.op = ir::Op::Const;
+  n.dtype = dtype;
+  n.scalar = value;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>();
+  impl->storage->numel = 1;
+  impl->storage->dtype = dtype;
+  impl->storage->node = tracer::record(std::move(n));  // not pending: see above
+  const ir::Node* node = impl->storage->node.get();
+  slot = Recent{bits, dtype, Tensor(std::move(impl)), node};
+  return slot.t;
 }
 
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {

@@ -7,6 +7,25 @@
 
 namespace kiln::detail {
 
+// The tensors an internal op is given: a view of the caller's braced list or TensorList (as
+// libtorch's TensorList, an ArrayRef), so that recording an op allocates no vector for them.
+class Tensors {
+ public:
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"  // by design: arguments only
+  Tensors(std::initializer_list<Tensor> l) : data_(l.begin()), size_(l.size()) {}
+#pragma GCC diagnostic pop
+  Tensors(const TensorList& v) : data_(v.data()), size_(v.size()) {}
+  const Tensor* begin() const { return data_; }
+  const Tensor* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  const Tensor& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const Tensor* data_;
+  size_t size_;
+};
+
 // The IR operand reading tensor `t`: its storage's current content, seen through t's view.
 ir::Operand operand(const Tensor& t);
 
@@ -19,7 +38,12 @@ struct Attrs {
   std::vector<int64_t> ints;
   double scalar = 0;
 };
-Tensor record(ir::Op op, const TensorList& inputs, Shape shape, ScalarType dtype, Attrs attrs = {});
+Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs = {});
+
+// A number as a 0-dim tensor (a Const node) for an op to read, as `0.5` in x * 0.5. No flush
+// writes it (its readers fold it in), and recent values are reused, so a loop of `x * 0.5`
+// records nothing for the number after its first step.
+Tensor constant(double value, ScalarType dtype);
 
 // A tensor sharing t's storage with another view (no autograd: see views.cpp).
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);

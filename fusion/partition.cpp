@@ -87,7 +87,7 @@ void coalesce(Kernel& k, const std::vector<Shape>& output_strides) {
   }
   if (domain.empty()) {  // a single element: keep one dimension so every kernel has a loop
     domain = {1};
-    reduced = {false};
+    reduced.assign(1, false);
     for (auto& s : strides) s = {0};
   }
   k.domain = domain;

@@ -27,7 +27,7 @@ void number_nodes(const Plan& plan, Numbering& out) {
     out.nodes.push_back(step.node.get());
   }
   auto& sig = out.signature;
-  auto put_shape = [&](const Shape& s) {
+  auto put_shape = [&](IntArrayRef s) {
     sig.push_back(int64_t(s.size()));
     sig.insert(sig.end(), s.begin(), s.end());
   };

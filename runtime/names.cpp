@@ -25,7 +25,7 @@ const char* torch_type_name(ScalarType t) {
   return "?";
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) {
+std::ostream& operator<<(std::ostream& os, const std::vector<int64_t>& s) {
   os << "[";
   for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
   return os << "]";

@@ -301,7 +301,7 @@ TEST_F(Grad, Matmul) {
   };
   for (const auto& [sa, sb] : shapes) {
     SCOPED_TRACE(::testing::Message() << "matmul " << kiln::IntArrayRef(sa) << " x " << kiln::IntArrayRef(sb));
-    run_cases({{"matmul", [](const TensorList& in) { return kiln::matmul(in[0], in[1]); }, {randn(sa), randn(sb)}}});
+    run_cases({{"matmul", [](const TensorList& in) { return kiln::matmul(in[0], in[1]); }, {gradcheck::randn(sa), gradcheck::randn(sb)}}});
   }
 }
 
