@@ -448,6 +448,7 @@ class Interpreter final : public Backend {
  public:
   const char* name() const override { return "interp"; }
   void execute(fusion::Plan& plan) override {
+    fusion::find_releases(plan);
     for (const auto& step : plan.steps) {
       Node& n = *step.node;
       compute(n);

@@ -262,10 +262,23 @@ bool any_requires_grad(Tensors ts) {
   return false;
 }
 
+// Whether `op` over `inputs` records a backward node: the row that differentiates it, if so.
+const Derivative* tracked(ir::Op op, Tensors inputs, ScalarType dtype) {
+  const Derivative* d = derivative(op);
+  return d && autograd::GradMode::is_enabled() && any_requires_grad(inputs) && is_floating(dtype) ? d : nullptr;
+}
+
+Tensor elementwise(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype) {
+  if (!tracked(op, inputs, dtype)) return record(op, inputs, std::move(shape), dtype, {}, /*broadcast=*/true);
+  TensorList expanded;
+  for (const auto& t : inputs) expanded.push_back(t.expand(shape));
+  return primitive(op, expanded, std::move(shape), dtype);
+}
+
 Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs,
                  const std::optional<Shape>& sizes) {
-  const Derivative* d = derivative(op);
-  const bool track = d && autograd::GradMode::is_enabled() && any_requires_grad(inputs) && is_floating(dtype);
+  const Derivative* d = tracked(op, inputs, dtype);
+  const bool track = d != nullptr;
   Tensor out = record(op, inputs, std::move(shape), dtype, track ? attrs : std::move(attrs));
   if (sizes) {  // the same contiguous layout, seen without some size-1 axes
     TensorImpl& impl = *out.unsafeGetTensorImpl();

@@ -47,6 +47,10 @@ const Derivative& view_derivative(ViewKind kind);
 // reduction without keepdim, whose grad_fn is then the reduction's node, as in PyTorch).
 Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs = {},
                  const std::optional<Shape>& sizes = std::nullopt);
+// An elementwise op over `inputs` broadcast to `shape`. Its gradient flows through expanded
+// inputs; without one, the inputs are read through broadcast views and no expanded tensor is made
+// (a tiny op's largest saving).
+Tensor elementwise(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype);
 // A view of `self` (sharing storage) with the backward node of `kind`.
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
 // Names out's grad_fn as PyTorch names the op that made it, for ops kiln composes of primitives

@@ -60,7 +60,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
              "not supported. Use the `^` or `logical_xor()` operator instead.");
   Shape s = broadcast(a, b, name);
   const bool compare = ir::op_kind(op) == ir::OpKind::Compare;
-  return primitive(op, {a.to(t).expand(s), b.to(t).expand(s)}, s, compare ? kBool : t);
+  return detail::elementwise(op, {a.to(t), b.to(t)}, std::move(s), compare ? kBool : t);
 }
 
 Tensor scaled(const Tensor& b, const Scalar& alpha) {
@@ -174,7 +174,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
              detail::shape_str(cond));
   ScalarType t = result_type(a, b);
   Shape s = broadcast(cond.sizes(), broadcast(a, b, "where"), "where");
-  return primitive(Op::Where, {cond.expand(s), a.to(t).expand(s), b.to(t).expand(s)}, s, t);
+  return detail::elementwise(Op::Where, {cond, a.to(t), b.to(t)}, std::move(s), t);
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap_scalar(b, a)); }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap_scalar(a, b), b); }

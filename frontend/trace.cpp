@@ -26,13 +26,15 @@ Tensor wrap(ir::NodePtr node) {
   return Tensor(std::move(impl));
 }
 
-Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs) {
+Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs, bool broadcast) {
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
   n.shape = std::move(shape);
   n.inputs.reserve(inputs.size());
-  for (const auto& t : inputs) n.inputs.push_back(operand(t));
+  for (const auto& t : inputs)
+    n.inputs.push_back(broadcast ? ir::Operand{t.unsafeGetTensorImpl()->storage->node, expanded_view(t, n.shape)}
+                                 : operand(t));
   n.ints = std::move(attrs.ints);
   n.scalar = attrs.scalar;
   return wrap(tracer::record(std::move(n)));

@@ -29,16 +29,21 @@ class Tensors {
 // The IR operand reading tensor `t`: its storage's current content, seen through t's view.
 ir::Operand operand(const Tensor& t);
 
+// t's view expanded to `target` as Tensor::expand would (broadcast dimensions read with stride 0).
+ir::View expanded_view(const Tensor& t, IntArrayRef target);
+
 // A contiguous tensor over a new storage whose content is `node`.
 Tensor wrap(ir::NodePtr node);
 
 // Records one IR node over `inputs` (each read through its view, which must already have the
 // shape the op expects) and returns its output as a new tensor. No autograd: see primitive().
+// With `broadcast`, each input is read through its view expanded to `shape` (expanded_view):
+// what an elementwise op does when no gradient needs the expanded tensors themselves.
 struct Attrs {
   std::vector<int64_t> ints;
   double scalar = 0;
 };
-Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs = {});
+Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs = {}, bool broadcast = false);
 
 // A number as a 0-dim tensor (a Const node) for an op to read, as `0.5` in x * 0.5. No flush
 // writes it (its readers fold it in), and recent values are reused, so a loop of `x * 0.5`

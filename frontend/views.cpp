@@ -169,28 +169,33 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   return named(window(*this, d, index < 0 ? index + n : index, 1, 1, true), "SelectBackward0", {*this});
 }
 
-Tensor Tensor::expand(IntArrayRef target, bool) const {
-  KILN_CHECK(int64_t(target.size()) >= dim(), "expand: the number of sizes provided (", target.size(),
-             ") must be greater or equal to the number of dimensions in the tensor (", detail::shape_str(*this), ")");
-  const int64_t lead = int64_t(target.size()) - dim();
-  Shape s(target.size()), st(target.size());
+ir::View detail::expanded_view(const Tensor& t, IntArrayRef target) {
+  KILN_CHECK(int64_t(target.size()) >= t.dim(), "expand: the number of sizes provided (", target.size(),
+             ") must be greater or equal to the number of dimensions in the tensor (", detail::shape_str(t), ")");
+  const int64_t lead = int64_t(target.size()) - t.dim();
+  ir::View v{Shape(target.size()), Shape(target.size()), t.storage_offset()};
   for (int64_t i = 0; i < int64_t(target.size()); ++i) {
     if (i < lead) {
       KILN_CHECK(target[i] >= 0, "expand: the expanded size ", target[i], " is not allowed in a leading dimension");
-      s[i] = target[i];
-      st[i] = 0;
+      v.sizes[i] = target[i];
+      v.strides[i] = 0;
       continue;
     }
-    const int64_t have = sizes()[i - lead];
+    const int64_t have = t.sizes()[i - lead];
     const int64_t want = target[i] == -1 ? have : target[i];
     KILN_CHECK(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                ") must match the existing size (", have, ") at non-singleton dimension ", i,
-               ".  Target sizes: ", target.vec(), ".  Tensor sizes: ", sizes().vec());
-    s[i] = want;
-    st[i] = have == want ? strides()[i - lead] : 0;
+               ".  Target sizes: ", target.vec(), ".  Tensor sizes: ", t.sizes().vec());
+    v.sizes[i] = want;
+    v.strides[i] = have == want ? t.strides()[i - lead] : 0;
   }
-  if (s == sizes().vec()) return *this;
-  return detail::view(*this, ViewKind::Expand, s, st, storage_offset());
+  return v;
+}
+
+Tensor Tensor::expand(IntArrayRef target, bool) const {
+  ir::View v = detail::expanded_view(*this, target);
+  if (IntArrayRef(v.sizes) == sizes()) return *this;
+  return detail::view(*this, ViewKind::Expand, std::move(v.sizes), std::move(v.strides), v.offset);
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {

@@ -12,7 +12,7 @@ namespace kiln::fusion {
 struct Step {
   ir::NodePtr node;
   bool is_root = false;                  // a live storage holds it: its result must be kept
-  std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step
+  std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step (find_releases)
 };
 
 struct Plan {
@@ -25,8 +25,12 @@ struct Plan {
 // A number no earlier pass used, for stamping ir::Node::pass.
 uint64_t begin_pass();
 
-// Orders the pending nodes that `roots` depend on. Roots keep their results; any other node's
-// result is released after its last reader in the plan has run.
+// Orders the pending nodes that `roots` depend on.
 Plan make_plan(const std::vector<ir::NodePtr>& roots);
+
+// Fills each step's release_after: roots keep their results; any other node's result may be
+// released after its last reader in the plan has run. (The Halide backend's partition says its
+// own releases; the interpreter asks for these.)
+void find_releases(Plan& plan);
 
 }  // namespace kiln::fusion
