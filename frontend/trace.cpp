@@ -18,7 +18,7 @@ ir::Operand operand(const Tensor& t) {
 }
 
 Tensor wrap(ir::NodePtr node) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_shared<TensorImpl>();
   impl->sizes = node->shape;
   impl->strides = contiguous_strides(node->shape);
   impl->dtype = node->dtype;
@@ -61,9 +61,9 @@ Tensor constant(double value, ScalarType dtype) {
   n.op = ir::Op::Const;
   n.dtype = dtype;
   n.scalar = value;
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_shared<TensorImpl>();
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>();
+  impl->storage = pool::make_shared<Storage>();
   impl->storage->numel = 1;
   impl->storage->dtype = dtype;
   impl->storage->node = tracer::record(std::move(n));  // not pending: see above
@@ -73,7 +73,7 @@ Tensor constant(double value, ScalarType dtype) {
 }
 
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = pool::make_shared<TensorImpl>();
   impl->storage = t.unsafeGetTensorImpl()->storage;
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);

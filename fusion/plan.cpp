@@ -11,7 +11,8 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
   const uint64_t visited = begin_pass();  // pass_value: 1 for a root, 0 for any other node
   // Iterative post-order DFS: a node is appended after all its pending inputs. The stack points
   // at the roots' and readers' own pointers (nothing changes them here): no reference counting.
-  std::vector<std::pair<const ir::NodePtr*, size_t>> stack;
+  static std::vector<std::pair<const ir::NodePtr*, size_t>> stack;  // flushes run one at a time
+  stack.clear();
   Plan plan;
   for (const auto& r : roots) {
     if (r->computed() || r->pass == visited) continue;

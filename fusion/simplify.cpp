@@ -88,17 +88,21 @@ void simplify(Plan& plan) {
 }
 
 void drop_dead_steps(Plan& plan) {
-  const uint64_t read = begin_pass();  // stamps the nodes a kept step reads
-  std::vector<Step> kept;
-  for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it) {
-    if (!it->is_root && it->node->pass != read) {
-      plan.dropped.push_back(std::move(it->node));
-      continue;
-    }
-    for (const auto& in : it->node->inputs) in.node->pass = read;
-    kept.push_back(std::move(*it));
+  // Backwards, a kept step stamps what it reads. Readers come after what they read, so a step's
+  // stamp is final when the walk reaches it, and the steps are then compacted in place.
+  const uint64_t read = begin_pass();
+  auto kept = [&](const Step& s) { return s.is_root || s.node->pass == read; };
+  for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it)
+    if (kept(*it))
+      for (const auto& in : it->node->inputs) in.node->pass = read;
+  size_t out = 0;
+  for (auto& step : plan.steps) {
+    if (!kept(step))
+      plan.dropped.push_back(std::move(step.node));
+    else if (&plan.steps[out++] != &step)
+      plan.steps[out - 1] = std::move(step);
   }
-  plan.steps.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  plan.steps.resize(out);
 }
 
 }  // namespace kiln::fusion

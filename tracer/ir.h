@@ -10,6 +10,7 @@
 
 #include "runtime/buffer.h"
 #include "runtime/dtype.h"
+#include "runtime/pool.h"
 #include "runtime/shape.h"
 
 namespace kiln::ir {
@@ -42,7 +43,7 @@ struct Node {
   Op op;
   ScalarType dtype;
   Shape shape;                  // the output is contiguous in this shape
-  std::vector<Operand> inputs;  // cleared once computed
+  std::vector<Operand, pool::Allocator<Operand>> inputs;  // cleared once computed
   std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
   double scalar = 0;            // Const's value
   BufferPtr result;             // set once computed

@@ -43,11 +43,11 @@ void flush_if_eager_or_full(const StoragePtr& s) {
 ir::NodePtr record(ir::Node&& node) {
   stats_add(&Stats::ops_traced, 1);
   ++t_segment.nodes_since_flush;
-  return std::make_shared<ir::Node>(std::move(node));
+  return pool::make_shared<ir::Node>(std::move(node));
 }
 
 StoragePtr new_storage(ir::NodePtr node) {
-  auto s = std::make_shared<Storage>();
+  auto s = pool::make_shared<Storage>();
   s->numel = node->numel();
   s->dtype = node->dtype;
   s->node = std::move(node);

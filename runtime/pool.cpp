@@ -1,0 +1,73 @@
+#include "runtime/pool.h"
+
+#include <cstdlib>
+#include <new>
+
+namespace kiln::pool {
+namespace {
+
+constexpr size_t kGranule = 64;                 // classes of 64, 128, ... bytes
+constexpr size_t kClasses = 16;                 // up to kLargest
+constexpr size_t kLargest = kGranule * kClasses;
+constexpr size_t kMaxBytesPerClass = 4u << 20;  // what one list keeps at most
+
+struct Block {
+  Block* next;
+};
+struct FreeList {
+  Block* head = nullptr;
+  size_t count = 0;
+};
+
+struct Lists {
+  FreeList lists[kClasses];
+  ~Lists();
+};
+thread_local Lists t_lists;
+// Set once this thread's lists are destroyed (thread exit): later frees go to malloc. A plain bool
+// has no destructor, so it can be read at any point of the exit.
+thread_local bool t_lists_gone = false;
+
+Lists::~Lists() {
+  t_lists_gone = true;
+  for (auto& l : lists)
+    while (Block* b = l.head) {
+      l.head = b->next;
+      std::free(b);
+    }
+}
+
+size_t class_of(size_t bytes) { return (bytes - 1) / kGranule; }
+
+}  // namespace
+
+void* allocate(size_t bytes) {
+  if (bytes == 0 || bytes > kLargest) {
+    if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+    throw std::bad_alloc();
+  }
+  const size_t c = class_of(bytes);
+  if (!t_lists_gone) {
+    FreeList& l = t_lists.lists[c];
+    if (Block* b = l.head) {
+      l.head = b->next;
+      --l.count;
+      return b;
+    }
+  }
+  // Every block of a class has the class's full size (whichever thread frees it may keep it).
+  if (void* p = std::malloc((c + 1) * kGranule)) return p;
+  throw std::bad_alloc();
+}
+
+void deallocate(void* p, size_t bytes) noexcept {
+  if (!p) return;
+  if (bytes == 0 || bytes > kLargest || t_lists_gone) return std::free(p);
+  const size_t c = class_of(bytes);
+  FreeList& l = t_lists.lists[c];
+  if (l.count * (c + 1) * kGranule >= kMaxBytesPerClass) return std::free(p);
+  l.head = new (p) Block{l.head};
+  ++l.count;
+}
+
+}  // namespace kiln::pool
