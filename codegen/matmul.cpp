@@ -2,8 +2,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "runtime/config.h"
+#include "runtime/parallel.h"
 
 namespace kiln::codegen {
 namespace {
@@ -39,15 +43,43 @@ struct Operand {
   }
 };
 
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float* c) {
+void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(N));
+              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
 }
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double* c) {
+void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              1.0, a, int(lda), b, int(ldb), 0.0, c, int(N));
+              1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+// C = op(A) op(B), row-major, split into pieces of rows of C (or of columns, when C has few rows)
+// run on kiln's worker pool (runtime/parallel.h); one piece per thread, each a single-threaded
+// BLAS call. Small products, or no pool, are one call.
+template <typename T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c) {
+  constexpr int64_t kMinFlopsPerPiece = int64_t(1) << 22;
+  const int64_t by_size = std::max<int64_t>(1, 2 * M * N * K / kMinFlopsPerPiece);
+  const bool split_rows = M >= N;
+  const int64_t extent = split_rows ? M : N;
+  const int pieces = int(std::min<int64_t>({get_num_threads(), by_size, extent / 16}));
+  struct Work {
+    bool ta, tb, split_rows;
+    int64_t M, N, K, lda, ldb, extent;
+    int pieces;
+    const T *a, *b;
+    T* c;
+  } w{ta, tb, split_rows, M, N, K, lda, ldb, extent, pieces, a, b, c};
+  auto piece = [](void* ctx, int i) {
+    const Work& w = *static_cast<const Work*>(ctx);
+    const int64_t lo = w.extent * i / w.pieces, hi = w.extent * (i + 1) / w.pieces;
+    if (w.split_rows)  // rows lo..hi of op(A) and of C
+      blas(w.ta, w.tb, hi - lo, w.N, w.K, w.a + (w.ta ? lo : lo * w.lda), w.lda, w.b, w.ldb, w.c + lo * w.N, w.N);
+    else  // columns lo..hi of op(B) and of C
+      blas(w.ta, w.tb, w.M, hi - lo, w.K, w.a, w.lda, w.b + (w.tb ? lo * w.ldb : lo), w.ldb, w.c + lo, w.N);
+  };
+  if (pieces <= 1 || !parallel_for(pieces, piece, &w)) blas(ta, tb, M, N, K, a, lda, b, ldb, c, N);
 }
 
 template <typename T>

@@ -1,9 +1,12 @@
 #include "runtime/config.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
 #include <cblas.h>
+
+#include "runtime/parallel.h"
 
 namespace kiln {
 namespace {
@@ -11,6 +14,8 @@ int cores() {
   static const int n = int(std::thread::hardware_concurrency());  // reads /sys: once
   return n;
 }
+std::atomic<ParallelForFn> g_parallel_for{nullptr};
+
 Config load_from_env() {
   Config c;
   if (const char* v = std::getenv("KILN_LAZY")) c.lazy = std::string(v) != "0";
@@ -32,11 +37,23 @@ bool is_lazy() { return config().lazy; }
 
 void set_num_threads(int n) {
   config().num_threads = n;
-  openblas_set_num_threads(n > 0 ? n : cores());
+  if (!g_parallel_for.load()) openblas_set_num_threads(n > 0 ? n : cores());
 }
 int get_num_threads() {
   int n = config().num_threads;
   return n > 0 ? n : cores();
+}
+
+bool parallel_for(int n, TaskBody body, void* ctx) {
+  ParallelForFn fn = g_parallel_for.load();
+  if (!fn) return false;
+  fn(n, body, ctx);
+  return true;
+}
+
+void install_parallel_for(ParallelForFn fn) {
+  openblas_set_num_threads(1);
+  g_parallel_for.store(fn);
 }
 
 }  // namespace kiln

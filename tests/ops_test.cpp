@@ -486,6 +486,31 @@ TEST(OpsLinalg, Matmul) {
   EXPECT_EQ(vals(da.matmul(da)), (std::vector<double>{7, 10, 15, 22}));
 }
 
+// Products large enough to be split across the worker pool, by rows (more rows than columns) or by
+// columns, with either operand transposed. Small integers keep every float sum exact, so the
+// float32 result must equal the float64 one.
+TEST(OpsLinalg, LargeMatmulsSplitAcrossThreadsExactly) {
+  const int saved = kiln::get_num_threads();
+  kiln::set_num_threads(2);
+  kiln::manual_seed(3);
+  auto ints = [](std::vector<int64_t> shape) { return kiln::randint(-4, 5, shape).to(kiln::kFloat); };
+  struct Case {
+    Tensor a, b;
+  };
+  const std::vector<Case> cases = {
+      {ints({300, 200}), ints({200, 100})},        // rows
+      {ints({40, 300}), ints({300, 400})},         // columns
+      {ints({200, 300}).t(), ints({200, 130})},    // op(A) transposed
+      {ints({130, 200}), ints({170, 200}).t()},    // op(B) transposed
+      {ints({300, 40}).t(), ints({400, 300}).t()}  // both, by columns
+  };
+  for (const auto& c : cases) {
+    const Tensor got = c.a.matmul(c.b), want = c.a.to(kiln::kDouble).matmul(c.b.to(kiln::kDouble));
+    EXPECT_EQ(vals(got), vals(want)) << c.a.sizes() << " x " << c.b.sizes();
+  }
+  kiln::set_num_threads(saved);
+}
+
 TEST(OpsLinalg, IndexingAndJoining) {
   Tensor x = kiln::arange(12, kiln::kFloat).reshape({3, 4});
   EXPECT_EQ(vals(x.index_select(0, kiln::tensor({2, 0}))), (std::vector<double>{8, 9, 10, 11, 0, 1, 2, 3}));

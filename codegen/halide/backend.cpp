@@ -23,6 +23,7 @@
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/log.h"
+#include "runtime/parallel.h"
 #include "runtime/stats.h"
 #include "runtime/version.h"
 
@@ -61,6 +62,23 @@ struct HalideBuffer {
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
+// kiln's worker pool (runtime/parallel.h) is the Halide runtime's: BLAS pieces run on the threads
+// the kernels use.
+using DoParFor = int (*)(void* user_context, halide_task_t task, int min, int size, uint8_t* closure);
+DoParFor do_par_for_ = nullptr;
+void parallel_for_on_halide_pool(int n, TaskBody body, void* ctx) {
+  struct Closure {
+    TaskBody body;
+    void* ctx;
+  } closure{body, ctx};
+  auto task = [](void*, int i, uint8_t* c) {
+    auto* cl = reinterpret_cast<Closure*>(c);
+    cl->body(cl->ctx, i);
+    return 0;
+  };
+  do_par_for_(nullptr, task, 0, n, reinterpret_cast<uint8_t*>(&closure));
+}
+
 class HalideBackend final : public Backend {
  public:
   const char* name() const override { return "halide"; }
@@ -87,6 +105,7 @@ class HalideBackend final : public Backend {
  private:
   // `fn` is the kernel's compiled function (see prepare); without one it runs on the interpreter.
   void run(const Kernel& k, KernelFn fn) {
+    apply_thread_count();  // a library call's pieces run on the same pool
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -98,7 +117,6 @@ class HalideBackend final : public Backend {
       return;
     }
     if (!fn) return interpret(k);
-    apply_thread_count();
     launch(k, fn);
   }
 
@@ -302,6 +320,8 @@ class HalideBackend final : public Backend {
     void* runtime = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!runtime) return false;
     set_threads_ = reinterpret_cast<int (*)(int)>(dlsym(runtime, "halide_set_num_threads"));
+    do_par_for_ = reinterpret_cast<DoParFor>(dlsym(runtime, "halide_do_par_for"));
+    if (do_par_for_) install_parallel_for(&parallel_for_on_halide_pool);
     runtime_ready_ = true;
     return true;
   }
