@@ -6,8 +6,8 @@
 namespace kiln::pool {
 namespace {
 
-constexpr size_t kGranule = 64;                 // classes of 64, 128, ... bytes
-constexpr size_t kClasses = 16;                 // up to kLargest
+constexpr size_t kGranule = 64;  // classes of 64, 128, ... bytes
+constexpr size_t kClasses = 16;  // up to kLargest
 constexpr size_t kLargest = kGranule * kClasses;
 constexpr size_t kMaxBytesPerClass = 4u << 20;  // what one list keeps at most
 

@@ -24,9 +24,13 @@ struct Allocator {
   T* allocate(size_t n) { return static_cast<T*>(pool::allocate(n * sizeof(T))); }
   void deallocate(T* p, size_t n) noexcept { pool::deallocate(p, n * sizeof(T)); }
   template <class U>
-  bool operator==(const Allocator<U>&) const { return true; }
+  bool operator==(const Allocator<U>&) const {
+    return true;
+  }
   template <class U>
-  bool operator!=(const Allocator<U>&) const { return false; }
+  bool operator!=(const Allocator<U>&) const {
+    return false;
+  }
 };
 
 template <class T, class... Args>

@@ -2,10 +2,10 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
-#include <type_traits>
 #include <initializer_list>
+#include <iterator>
 #include <ostream>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/error.h"
