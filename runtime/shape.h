@@ -53,7 +53,7 @@ class Shape {
   int64_t back() const { return data_[size_ - 1]; }
 
   void clear() { size_ = 0; }
-  void reserve(size_t n) { check(n); }
+  void reserve(size_t) {}  // the capacity is kMaxDims; push_back and insert check it
   void resize(size_t n, int64_t value = 0) {
     check(n);
     if (n > size_) std::fill(data_ + size_, data_ + n, value);
