@@ -45,18 +45,18 @@ Tensor constant(double value, ScalarType dtype) {
     uint64_t bits = 0;
     ScalarType dtype = kFloat;
     Tensor t;
-    const ir::Node* node = nullptr;  // t's content when made
+    ir::NodePtr node;  // t's content when made, held so that its address is never another node's
   };
   thread_local std::array<Recent, 16> recent;  // direct-mapped by the value's bits
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   Recent& slot = recent[((bits + uint64_t(dtype)) * 0x9e3779b97f4a7c15ull) >> 60];
-  // Reused only as made: not written in place, not made to require grad, and not computed (then
-  // it would be read from memory, not folded), should an op have handed it to the user.
-  if (slot.t.defined() && slot.bits == bits && slot.dtype == dtype) {
-    const ir::Node* now = slot.t.unsafeGetTensorImpl()->storage->node.get();
-    if (now == slot.node && !now->computed() && !slot.t.requires_grad()) return slot.t;
-  }
+  // Reused only as made (not written in place, not made to require grad), should an op have
+  // handed it to the user. (Its node's result is not read here: a flush on another thread may be
+  // setting it; a computed constant is still right, read from memory instead of folded.)
+  if (slot.t.defined() && slot.bits == bits && slot.dtype == dtype &&
+      slot.t.unsafeGetTensorImpl()->storage->node == slot.node && !slot.t.requires_grad())
+    return slot.t;
   ir::Node n;
   n.op = ir::Op::Const;
   n.dtype = dtype;
@@ -67,8 +67,8 @@ Tensor constant(double value, ScalarType dtype) {
   impl->storage->numel = 1;
   impl->storage->dtype = dtype;
   impl->storage->node = tracer::record(std::move(n));  // not pending: see above
-  const ir::Node* node = impl->storage->node.get();
-  slot = Recent{bits, dtype, Tensor(std::move(impl)), node};
+  ir::NodePtr node = impl->storage->node;
+  slot = Recent{bits, dtype, Tensor(std::move(impl)), std::move(node)};
   return slot.t;
 }
 
