@@ -15,7 +15,9 @@ namespace {
 
 // Resolves one -1 in `shape` against `numel`, checking that the product matches.
 Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, const Tensor& self) {
-  Shape out = shape.vec();
+  KILN_CHECK(int(shape.size()) <= kMaxDims, op, ": at most ", kMaxDims, " dimensions are supported, got ",
+             shape.vec(), " (input ", detail::shape_str(self), ")");
+  Shape out = shape;
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
@@ -33,7 +35,6 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, const Tensor
   }
   KILN_CHECK(numel_of(out) == numel, op, ": shape '", shape.vec(), "' is invalid for input of size ", numel,
              " (input ", detail::shape_str(self), ")");
-  KILN_CHECK(int(out.size()) <= kMaxDims, op, ": at most ", kMaxDims, " dimensions are supported, got ", out);
   return out;
 }
 
@@ -170,6 +171,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 ir::View detail::expanded_view(const Tensor& t, IntArrayRef target) {
+  KILN_CHECK(int(target.size()) <= kMaxDims, "expand: at most ", kMaxDims, " dimensions are supported, got ",
+             target.vec(), " (input ", detail::shape_str(t), ")");
   KILN_CHECK(int64_t(target.size()) >= t.dim(), "expand: the number of sizes provided (", target.size(),
              ") must be greater or equal to the number of dimensions in the tensor (", detail::shape_str(t), ")");
   const int64_t lead = int64_t(target.size()) - t.dim();
@@ -200,7 +203,9 @@ Tensor Tensor::expand(IntArrayRef target, bool) const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
-  Shape s = sizes().vec(), st = strides().vec();
+  KILN_CHECK(dim() < kMaxDims, "unsqueeze: at most ", kMaxDims, " dimensions are supported (input ",
+             detail::shape_str(*this), ")");
+  Shape s = sizes(), st = strides();
   s.insert(s.begin() + d, 1);
   st.insert(st.begin() + d, d < dim() ? st[d] * s[d + 1] : 1);
   return named(detail::view(*this, ViewKind::Reshape, s, st, storage_offset()), "UnsqueezeBackward0", {*this});

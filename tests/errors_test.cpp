@@ -209,6 +209,13 @@ TEST(Errors, ShapesOfViewsAndReshapes) {
   EXPECT_ERROR(kiln::from_blob(nullptr, {2}, {1, 1}), "from_blob", "[2]", "[1, 1]");
 }
 
+TEST(Errors, MoreThanEightDimensions) {
+  Tensor x = kiln::ones({1, 1, 1, 1, 1, 1, 1, 2});
+  EXPECT_ERROR(x.unsqueeze(0), "unsqueeze", "at most 8 dimensions", "[1, 1, 1, 1, 1, 1, 1, 2]");
+  EXPECT_ERROR(x.expand({2, 1, 1, 1, 1, 1, 1, 1, 2}), "expand", "at most 8 dimensions", "[2, 1, 1, 1, 1, 1, 1, 1, 2]");
+  EXPECT_ERROR(x.reshape({1, 1, 1, 1, 1, 1, 1, 1, 2}), "reshape", "at most 8 dimensions", "[1, 1, 1, 1, 1, 1, 1, 2]");
+}
+
 TEST(Errors, MatmulShapes) {
   const Tensor a23 = kiln::ones({2, 3});
   EXPECT_ERROR(a23.mm(a23), "mm", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
