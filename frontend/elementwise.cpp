@@ -133,8 +133,8 @@ Tensor pow(const Scalar& x, const Tensor& e) { return named(pow(wrap_scalar(x, e
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   KILN_CHECK(min || max, "clamp: at least one of 'min' or 'max' must not be None (input ", detail::shape_str(x), ")");
   Tensor out = x;
-  if (min) out = where(out < *min, wrap_scalar(*min, x).expand(x.sizes()), out);
-  if (max) out = where(out > *max, wrap_scalar(*max, x).expand(x.sizes()), out);
+  if (min) out = where(out < *min, wrap_scalar(*min, x), out);  // where broadcasts the number
+  if (max) out = where(out > *max, wrap_scalar(*max, x), out);
   return named(out, "ClampBackward1", {x});
 }
 Tensor clamp_min(const Tensor& x, const Scalar& min) {
@@ -184,7 +184,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   Shape s = broadcast(x, mask, "masked_fill");
   KILN_CHECK(IntArrayRef(s) == x.sizes(), "masked_fill: mask ", detail::shape_str(mask),
              " does not broadcast to the input's shape ", x.sizes().vec());
-  return named(where(mask, scalar_tensor(value, x.dtype()), x), "MaskedFillBackward0", {x});
+  return named(where(mask, detail::constant(value.toDouble(), x.dtype()), x), "MaskedFillBackward0", {x});
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) { return start + (end - start) * weight; }

@@ -65,7 +65,7 @@ std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 // kiln's worker pool (runtime/parallel.h) is the Halide runtime's: BLAS pieces run on the threads
 // the kernels use.
 using DoParFor = int (*)(void* user_context, halide_task_t task, int min, int size, uint8_t* closure);
-DoParFor do_par_for_ = nullptr;
+DoParFor g_do_par_for = nullptr;
 void parallel_for_on_halide_pool(int n, TaskBody body, void* ctx) {
   struct Closure {
     TaskBody body;
@@ -76,7 +76,7 @@ void parallel_for_on_halide_pool(int n, TaskBody body, void* ctx) {
     cl->body(cl->ctx, i);
     return 0;
   };
-  do_par_for_(nullptr, task, 0, n, reinterpret_cast<uint8_t*>(&closure));
+  g_do_par_for(nullptr, task, 0, n, reinterpret_cast<uint8_t*>(&closure));
 }
 
 class HalideBackend final : public Backend {
@@ -320,8 +320,8 @@ class HalideBackend final : public Backend {
     void* runtime = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!runtime) return false;
     set_threads_ = reinterpret_cast<int (*)(int)>(dlsym(runtime, "halide_set_num_threads"));
-    do_par_for_ = reinterpret_cast<DoParFor>(dlsym(runtime, "halide_do_par_for"));
-    if (do_par_for_) install_parallel_for(&parallel_for_on_halide_pool);
+    g_do_par_for = reinterpret_cast<DoParFor>(dlsym(runtime, "halide_do_par_for"));
+    if (g_do_par_for) install_parallel_for(&parallel_for_on_halide_pool);
     runtime_ready_ = true;
     return true;
   }
