@@ -23,10 +23,13 @@ struct Read {
 };
 
 // A node of the kernel's expression DAG; each argument is another kernel node (>= 0) or a read
-// (~index, i.e. negative).
+// (~index, i.e. negative). In a Reduction, a node is computed per element of the domain (the
+// reductions' prologues, a row kernel's elementwise outputs) or once per row (the reducing nodes
+// and their epilogue, at the reduced coordinates); an element reads a row's values broadcast.
 struct KernelNode {
   ir::Node* node;
   std::vector<int> args;
+  bool per_row = false;
 };
 inline bool is_read(int arg) { return arg < 0; }
 inline int read_index(int arg) { return ~arg; }
@@ -35,12 +38,13 @@ struct Kernel {
   enum class Kind { Pointwise, Reduction, Library };
   Kind kind = Kind::Library;
   std::vector<KernelNode> nodes;  // dependency order
-  std::vector<int> reduces;       // Reduction: the reducing nodes (same domain and axes, computed
-                                  // in one pass); nodes that read them are the epilogue, evaluated
-                                  // per output element
+  std::vector<int> reduces;       // Reduction: the reducing nodes (same domain and axes); nodes
+                                  // that read them per row are the epilogue. A row kernel reduces
+                                  // the trailing dims (rows) in phases, a phase's prologue reading
+                                  // earlier phases' results, and may write per-element outputs too
   std::vector<Read> reads;
-  std::vector<int> outputs;       // nodes written to memory (contiguously, in the node's shape;
-                                  // a Reduction's outputs all have its output's shape)
+  std::vector<int> outputs;       // nodes written to memory, contiguously in the node's shape: in
+                                  // a Reduction, per-element outputs first, then per-row ones
   Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
   std::vector<bool> reduced;      // Reduction: which domain dims are reduced
   ir::NodePtr library_node;       // Library: the node to run
@@ -53,6 +57,11 @@ struct Kernel {
   int64_t tiny_inner() const {
     return kind == Kind::Pointwise && domain.size() >= 2 && domain.back() <= 4 ? domain.back() : 0;
   }
+  // Per node, how many reductions in sequence its value depends on: 0 for a value computed from
+  // reads alone, and a reducing node's own phase counts itself (1 for the first phase).
+  std::vector<int> phases() const;
+  // A Reduction that writes per-element values or reduces in several phases (see reduces).
+  bool row_kernel() const;
 
   // The structure that determines the generated code: ops, dtypes, ranks, which strides are zero
   // or one. Sizes, other strides and constants are arguments, so they are not in the key.

@@ -2,7 +2,10 @@
 //
 // 1. Grouping: an elementwise node joins the newest pointwise group over its domain that comes no
 //    earlier than any of its producers' groups, provided it reads that group's members in place;
-//    an elementwise node over a reduction's output joins the reduction as epilogue.
+//    an elementwise node over a reduction's output joins the reduction as epilogue. A reduction
+//    over rows (trailing dims) grows into a row kernel: elementwise nodes over its input's domain
+//    that read its results broadcast along the rows join it, and so do later reductions over the
+//    same rows (softmax: max, then the sum of exp(x - max), then the output, per row in cache).
 // 2. Materialization: a value reaches memory only if a live tensor holds it or some kernel cannot
 //    compute it itself. A consumer kernel computes an elementwise producer it reads in place when
 //    the producer has no other use, or when it is cheap enough to compute twice.
@@ -46,6 +49,8 @@ bool identity_view(const ir::Operand& o) {
 }
 
 constexpr int kRecomputeLimit = 12;  // nodes a consumer may recompute rather than read
+constexpr int64_t kMaxRowElements = 1 << 16;    // a row kernel's row stays in cache
+constexpr int kMaxRowKernelElementOutputs = 1;  // see Partitioner::run
 
 struct Proto {
   Kernel::Kind kind;
@@ -54,6 +59,28 @@ struct Proto {
   std::vector<int64_t> axes;  // Reduction: the reduced axes
   std::vector<int> members;
 };
+
+// A reduction over trailing dims, with rows short enough to stay in cache and some dim kept.
+bool over_rows(const Proto& p) {
+  if (p.kind != Kernel::Kind::Reduction || p.axes.empty() || p.axes.size() >= p.domain.size()) return false;
+  for (auto a : p.axes)
+    if (a < int64_t(p.domain.size() - p.axes.size())) return false;
+  const int64_t rows = numel_of(p.out_shape);
+  return rows > 0 && numel_of(p.domain) / rows <= kMaxRowElements && p.out_shape != p.domain;
+}
+
+// The operand reads a per-row value at every element of its row: `row`'s layout broadcast along
+// the reduced axes.
+bool row_broadcast(const ir::Operand& o, const Proto& p) {
+  if (o.view.offset != 0 || o.view.sizes != p.domain) return false;
+  Shape row_strides = contiguous_strides(p.out_shape);
+  for (size_t d = 0; d < p.domain.size(); ++d) {
+    if (p.domain[d] == 1) continue;
+    const bool reduced = std::find(p.axes.begin(), p.axes.end(), int64_t(d)) != p.axes.end();
+    if (o.view.strides[d] != (reduced ? 0 : row_strides[d])) return false;
+  }
+  return true;
+}
 
 // Drops size-1 dims and merges adjacent dims that every access walks contiguously, as PyTorch's
 // TensorIterator does: a contiguous [512, 1024] elementwise kernel becomes one loop of 524288.
@@ -109,8 +136,26 @@ class Partitioner {
   }
 
   std::vector<Kernel> run(std::vector<std::vector<Node*>>* release) {
-    group();
-    decide_materialization();
+    // A row kernel pays off when it saves passes over memory with little per-element work: the
+    // forward of softmax or LayerNorm (one per-element output) ran 25-30% faster as one, while
+    // LayerNorm + GELU forward and backward (y, its gradient and dx per element) ran slower than
+    // as separate reduction and pointwise kernels. A reduction whose row kernel would write more
+    // per-element values than that is grouped again, without rows.
+    for (bool regroup = true; regroup;) {
+      protos_.clear();
+      group();
+      decide_materialization();
+      regroup = false;
+      std::vector<int> element_outputs(protos_.size(), 0);
+      for (int j = 0; j < n_; ++j)
+        if (materialize_[j] && !per_row_[j] && protos_[kernel_of_[j]].kind == Kernel::Kind::Reduction)
+          ++element_outputs[size_t(kernel_of_[j])];
+      for (size_t p = 0; p < protos_.size(); ++p)
+        if (element_outputs[p] > kMaxRowKernelElementOutputs) {
+          no_rows_[size_t(protos_[p].members[0])] = true;
+          regroup = true;
+        }
+    }
     std::vector<Kernel> kernels;
     std::unordered_map<Node*, int> last_reader;  // materialized intermediate -> kernel index
     for (size_t p = 0; p < protos_.size(); ++p) {
@@ -133,25 +178,41 @@ class Partitioner {
     return p->pass == stamp_ ? int(p->pass_value) : -1;
   }
 
+  bool rows_allowed(int p) const { return over_rows(protos_[p]) && !no_rows_[size_t(protos_[p].members[0])]; }
+
   // 1. Grouping.
   void group() {
     kernel_of_.assign(n_, -1);
+    per_row_.assign(n_, false);
     for (int i = 0; i < n_; ++i) {
       const Node& nd = *node(i);
       int latest = -1;
       for (const auto& in : nd.inputs)
         if (int j = pending(in.node.get()); j >= 0 && !is_const(*in.node)) latest = std::max(latest, kernel_of_[j]);
       int join = -1;
+      bool per_row = is_reduction(nd);
+      auto reads_in_place = [&](int p) {
+        for (const auto& in : nd.inputs)
+          if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) && !identity_view(in))
+            return false;
+        return true;
+      };
+      // Over a row kernel's domain: its per-element values read in place, its per-row ones
+      // broadcast along the rows.
+      auto reads_in_row = [&](int p) {
+        for (const auto& in : nd.inputs)
+          if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) &&
+                                              !(per_row_[j] ? row_broadcast(in, protos_[p]) : identity_view(in)))
+            return false;
+        return true;
+      };
       if (is_pointwise(nd)) {
-        auto reads_in_place = [&](int p) {
-          for (const auto& in : nd.inputs)
-            if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) && !identity_view(in))
-              return false;
-          return true;
-        };
         if (latest >= 0 && protos_[latest].kind == Kernel::Kind::Reduction && protos_[latest].out_shape == nd.shape &&
             reads_in_place(latest)) {
           join = latest;  // epilogue
+          per_row = true;
+        } else if (latest >= 0 && rows_allowed(latest) && protos_[latest].domain == nd.shape && reads_in_row(latest)) {
+          join = latest;  // per element of a row kernel
         } else {
           // The earliest eligible group: it keeps later reductions free to share a pass.
           for (int p = std::max({latest, 0, int(protos_.size()) - 8}); p < int(protos_.size()); ++p) {
@@ -169,7 +230,9 @@ class Partitioner {
         for (int p = int(protos_.size()) - 1; p >= std::max(latest, 0) && p >= int(protos_.size()) - 8; --p) {
           const Proto& q = protos_[p];
           if (q.kind != Kernel::Kind::Reduction || q.domain != nd.inputs[0].view.sizes || q.axes != nd.ints) continue;
-          if (p == latest) break;  // reads something this kernel computes
+          // Reading something this kernel computes, it is a later phase of a row kernel, or else
+          // a kernel of its own.
+          if (p == latest && !(rows_allowed(p) && reads_in_row(p))) break;
           join = p;
           break;
         }
@@ -184,6 +247,7 @@ class Partitioner {
       }
       protos_[join].members.push_back(i);
       kernel_of_[i] = join;
+      per_row_[i] = per_row;
     }
   }
 
@@ -213,8 +277,9 @@ class Partitioner {
         materialize_[j] = true;
         continue;
       }
-      // An epilogue value needs its reduction's result, which is only at hand in its kernel.
-      const bool elementwise = is_pointwise(nd) && protos_[kernel_of_[j]].kind == Kernel::Kind::Pointwise;
+      // An epilogue value needs its reduction's result, which is only at hand in its kernel; a row
+      // kernel's per-element value can be computed elsewhere from the per-row values it reads.
+      const bool elementwise = is_pointwise(nd) && !per_row_[j];
       bool used_at_home = false, can_inline = true;
       std::vector<int> other_kernels;
       for (auto [i, a] : consumers_[j]) {
@@ -239,6 +304,28 @@ class Partitioner {
         // Computed once elsewhere, or cheap enough to compute again.
         const bool moved = !used_at_home && other_kernels.size() == 1;
         materialize_[j] = !moved && recompute_cost(j) > kRecomputeLimit;
+      }
+    }
+    // A row kernel's per-element value computed by other kernels reads its per-row values there:
+    // those go to memory.
+    for (int j = 0; j < n_; ++j) {
+      if (protos_[kernel_of_[j]].kind != Kernel::Kind::Reduction || per_row_[j] || materialize_[j]) continue;
+      const bool read_elsewhere = std::any_of(consumers_[j].begin(), consumers_[j].end(), [&](std::pair<int, int> c) {
+        return kernel_of_[c.first] != kernel_of_[j];
+      });
+      if (!read_elsewhere) continue;
+      std::vector<int> stack{j};
+      while (!stack.empty()) {
+        const int s = stack.back();
+        stack.pop_back();
+        for (const auto& in : node(s)->inputs) {
+          const int q = pending(in.node.get());
+          if (q < 0 || kernel_of_[q] != kernel_of_[j] || materialize_[q] || is_const(*node(q))) continue;
+          if (per_row_[q])
+            materialize_[q] = true;
+          else
+            stack.push_back(q);
+        }
       }
     }
   }
@@ -279,7 +366,12 @@ class Partitioner {
     std::unordered_map<int, int> local;  // step -> kernel node index
     for (int s = 0; s < n_; ++s) {
       if (!in_kernel[s]) continue;
-      KernelNode kn{node(s), {}};
+      KernelNode kn{node(s), {}, false};
+      if (proto.kind == Kernel::Kind::Reduction && !is_const(*node(s))) {
+        // A member knows its level; a producer computed here has its reader's, which its shape tells.
+        kn.per_row =
+            kernel_of_[s] == p ? per_row_[s] : node(s)->shape == proto.out_shape && proto.out_shape != proto.domain;
+      }
       for (const auto& in : node(s)->inputs) {
         int j = pending(in.node.get());
         if (j >= 0 && local.count(j)) {
@@ -311,9 +403,10 @@ class Partitioner {
         if (is_reduction(*node(m))) k.reduces.push_back(local[m]);
       k.reduced.assign(k.domain.size(), false);
       for (auto a : red.ints) k.reduced[a] = true;
-      Shape out = contiguous_strides(red.shape);
-      for (auto a : red.ints) out[a] = 0;
-      output_strides.assign(k.outputs.size(), out);
+      Shape per_row = contiguous_strides(red.shape);
+      for (auto a : red.ints) per_row[a] = 0;
+      std::stable_partition(k.outputs.begin(), k.outputs.end(), [&](int o) { return !k.nodes[o].per_row; });
+      for (int o : k.outputs) output_strides.push_back(k.nodes[o].per_row ? per_row : contiguous_strides(k.domain));
     } else {
       output_strides.assign(k.outputs.size(), contiguous_strides(k.domain));
     }
@@ -327,6 +420,8 @@ class Partitioner {
   std::vector<std::vector<std::pair<int, int>>> consumers_;  // step -> (consumer step, operand)
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;
+  std::vector<bool> per_row_;  // a Reduction's member computed once per row (see KernelNode)
+  std::vector<bool> no_rows_ = std::vector<bool>(size_t(n_), false);  // reductions that start no row kernel
   std::vector<bool> materialize_;
 };
 
@@ -334,6 +429,24 @@ class Partitioner {
 
 std::vector<Kernel> partition(const Plan& plan, std::vector<std::vector<Node*>>* release) {
   return Partitioner(plan).run(release);
+}
+
+std::vector<int> Kernel::phases() const {
+  std::vector<int> phase(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {  // nodes come in dependency order
+    for (int a : nodes[i].args)
+      if (!is_read(a)) phase[i] = std::max(phase[i], phase[a]);
+    if (is_reduction(*nodes[i].node)) ++phase[i];
+  }
+  return phase;
+}
+
+bool Kernel::row_kernel() const {
+  if (kind != Kind::Reduction) return false;
+  for (int o : outputs)
+    if (!nodes[o].per_row) return true;
+  const auto phase = phases();
+  return std::any_of(reduces.begin(), reduces.end(), [&](int r) { return phase[r] > 1; });
 }
 
 std::string Kernel::key() const {
@@ -371,6 +484,7 @@ std::string Kernel::key() const {
       key += ',';
     }
     key += ')';
+    if (kind == Kind::Reduction && kn.per_row) key += '^';
   }
   key += "|o";
   for (int o : outputs) {

@@ -132,6 +132,36 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
   }
 }
 
+// logsumexp reduces each row twice (its max, then the sum of exp(x - max)): one row kernel, each
+// row read once (fusion/partition.cpp), in vectors or not, over one reduced dim or two.
+TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {
+  struct Case {
+    std::vector<int64_t> shape;
+    bool transposed;  // reduce dims 1 and 2 of x.transpose(1, 2): two reduced dims, not mergeable
+  };
+  for (const Case& c : {Case{{64, 1000}, false}, Case{{64, 37}, false}, Case{{8, 5}, false}, Case{{4, 6, 7}, true}}) {
+    auto run = [&](const std::string& backend, kiln::Stats* stats) {
+      const std::string saved = kiln::config().backend;
+      kiln::config().backend = backend;
+      torch::manual_seed(3);
+      torch::Tensor x = torch::randn(c.shape) * 5;
+      torch::Tensor y;
+      auto s = count([&] {
+        y = c.transposed ? x.transpose(1, 2).logsumexp({1, 2}) : x.logsumexp({int64_t(c.shape.size()) - 1});
+      });
+      if (stats) *stats = s;
+      auto out = y.to_vector<float>();
+      kiln::config().backend = saved;
+      return out;
+    };
+    kiln::Stats fused_stats;
+    const auto fused = run("halide", &fused_stats), reference = run("interp", nullptr);
+    EXPECT_EQ(fused_stats.kernel_launches, 1) << "shape " << c.shape.size() << "-d, " << c.shape.back();
+    ASSERT_EQ(fused.size(), reference.size());
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])));
+  }
+}
+
 // Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its
 // loss and gradient match the interpreter's, ignored targets and class weights included.
 TEST(Fusion, CrossEntropyMatchesTheInterpreter) {

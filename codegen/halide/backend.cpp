@@ -161,17 +161,13 @@ class HalideBackend final : public Backend {
     for (const auto& kn : k.nodes)
       if (kn.node->op == ir::Op::Const) consts.push_back(kn.node->scalar);
     for (auto& c : consts) argv.push_back(&c);
-    Shape out_extents;
-    if (k.kind == Kernel::Kind::Reduction) {
-      for (size_t d = 0; d < k.domain.size(); ++d)
-        if (!k.reduced[d]) out_extents.push_back(k.domain[d]);
-    } else {
-      out_extents = k.domain;
-    }
+    Shape row_extents;  // a Reduction's per-row outputs: the kept dims
+    for (size_t d = 0; d < k.domain.size(); ++d)
+      if (k.kind == Kernel::Kind::Reduction && !k.reduced[d]) row_extents.push_back(k.domain[d]);
     for (int o : k.outputs) {
       ir::Node& n = *k.nodes[o].node;
       n.result = make_buffer(n.numel() * element_size(n.dtype));
-      buffers.emplace_back(n.result->data(), n.dtype, out_extents);
+      buffers.emplace_back(n.result->data(), n.dtype, k.nodes[o].per_row ? row_extents : k.domain);
       argv.push_back(&buffers.back().buf);
     }
     if (numel_of(k.domain) == 0 && k.kind == Kernel::Kind::Pointwise) return;

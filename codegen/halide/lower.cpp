@@ -200,17 +200,45 @@ struct Lowering {
   // The value of kernel node `i` at `coords` (one of a few coordinate sets: the domain's, or a
   // reduction's output coordinates for its epilogue), memoized per set so that Halide
   // expressions share their common subtrees.
+  // A value stored per row: element `index` of `f`'s Tuple, or all of `f` (index -1).
+  struct Stored {
+    Func f;
+    int index;
+  };
   struct Context {
     std::vector<Expr> coords;
     std::vector<Expr> memo;
-    std::map<int, Expr> reduced;  // in an epilogue: the reductions' values, by node
+    std::map<int, Expr> reduced;                    // in an epilogue: the reductions' values, by node
+    Context* rows = nullptr;                        // per element of a row kernel: where per-row values are
+    const std::map<int, Stored>* stored = nullptr;  // a row kernel's values stored per row
   };
+  // A row kernel's per-row values that its elements read, each computed once per row (inline, the
+  // loops over a row's elements would compute them again at every vector), at `row_vars`.
+  std::map<int, Func> row_values;
+  std::vector<Var> row_vars;
+
   Expr value(int i, Context& c) {
+    if (k.nodes[i].per_row && c.rows) {
+      if (ir::op_kind(k.nodes[i].node->op) == ir::OpKind::Reduce) return value(i, *c.rows);  // a Func's already
+      auto it = row_values.find(i);
+      if (it == row_values.end()) {
+        Func f("row_value" + std::to_string(i));
+        f(row_vars) = value(i, *c.rows);
+        it = row_values.emplace(i, f).first;
+      }
+      return it->second(std::vector<Expr>(row_vars.begin(), row_vars.end()));
+    }
     if (c.memo.empty()) c.memo.resize(k.nodes.size());
     if (c.memo[i].defined()) return c.memo[i];
     const ir::Node& n = *k.nodes[i].node;
     Expr e;
-    if (n.op == Op::Const) {
+    const Stored* stored = nullptr;
+    if (c.stored)
+      if (auto it = c.stored->find(i); it != c.stored->end()) stored = &it->second;
+    if (stored) {
+      FuncRef ref = stored->f(std::vector<Expr>(c.coords.rbegin(), c.coords.rend()));  // innermost first
+      e = stored->index < 0 ? Expr(ref) : Expr(ref[stored->index]);
+    } else if (n.op == Op::Const) {
       e = convert(consts[const_of.at(i)], n.dtype);
     } else if (ir::op_kind(n.op) == ir::OpKind::Reduce) {
       KILN_CHECK(c.reduced.count(i), "halide: a reduction read outside its epilogue");
@@ -375,104 +403,139 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
   throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
 }
 
-Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
-  const fusion::Kernel& k = L.k;
-  const size_t rank = k.domain.size();
-  const size_t n = k.reduces.size();
-  const int vec = kernel_target().natural_vector_size(Float(32));
-  std::vector<size_t> kept_dims, reduced_dims;
-  for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
-  auto vars = make_vars(kept_dims.size());
-  std::vector<Var> lhs(vars.begin(), vars.end());
-  std::vector<Expr> lhs_e(vars.begin(), vars.end());
-  auto element = [&](const Func& f, size_t j) { return n == 1 ? Expr(f(lhs_e)) : Expr(f(lhs_e)[j]); };
-
-  // Reductions whose innermost dim is reduced (rows: softmax, LayerNorm; not pooling's short
-  // windows) run in vectors: lane u of `partial` reduces the elements u, u + vec, u + 2 vec, ... of
-  // the row's whole vectors; then the lanes are combined (by the same update: sum, product, max and
-  // min all combine partial results as they combine elements), then the row's last (extent % vec)
-  // elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
-  // Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
-  bool numeric = true;
-  for (int j : k.reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
-  const bool lanes = k.reduced.back() && numeric && !k.narrow_rows();
-  const Expr inner_extent = L.extents[rank - 1];
-  const Expr whole = inner_extent / vec * vec;  // elements of a row in whole vectors
-  Var u("u");
-
-  // The reduced dims as an RDom, innermost first; in lanes, `inner` is the innermost one's range.
-  auto reduced_domain = [&](Range inner) {
-    Region region;
-    for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
-      region.push_back(lanes && *it == rank - 1 ? inner : Range(0, L.extents[*it]));
-    return RDom(region);
-  };
-  // The values the reducing nodes take at r (the innermost reduced coordinate given by `inner`).
-  auto values_at = [&](const RDom& r, Expr inner) {
-    std::vector<Expr> coords(rank);
-    for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
-    for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
-    if (lanes) coords[rank - 1] = inner;
-    Lowering::Context prologue{coords, {}, {}};
-    std::vector<Expr> xs;
-    for (int j : k.reduces) {
-      const int arg = k.nodes[j].args[0];
-      Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : L.value(arg, prologue);
-      x = convert(x, k.nodes[j].node->dtype);
-      // An update that does not mention the RDom runs once, not once per element: a prologue of
-      // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
-      if (!reduced_dims.empty() && !x.type().is_bool()) x = x + cast(x.type(), r[0] * 0);
-      xs.push_back(x);
-    }
-    return xs;
-  };
-
-  // One accumulator per reducing node, updated together (a Tuple when there are several).
-  std::vector<Expr> inits;
-  for (int j : k.reduces) inits.push_back(initial(*k.nodes[j].node));
-  auto define_init = [&](Func& f, const std::vector<Var>& pure) {
-    if (n == 1)
-      f(pure) = inits[0];
-    else
-      f(pure) = Tuple(inits);
-  };
-  auto define_update = [&](Func& f, const std::vector<Expr>& at, const std::vector<Expr>& x) {
-    std::vector<Expr> ups;
-    for (size_t j = 0; j < n; ++j)
-      ups.push_back(update(*k.nodes[k.reduces[j]].node, n == 1 ? Expr(f(at)) : Expr(f(at)[j]), x[j]));
-    if (n == 1)
-      f(at) = ups[0];
-    else
-      f(at) = Tuple(ups);
-  };
-  Func acc("acc"), partial("partial");
+// The accumulators of some reducing nodes over the kernel's reduced dims, at the kept
+// coordinates `vars` (innermost first), updated together: a Tuple when there are several.
+//
+// Reductions whose innermost dim is reduced (rows: softmax, LayerNorm; not pooling's short
+// windows) run in vectors: lane u of `partial` reduces the elements u, u + vec, u + 2 vec, ... of
+// the row's whole vectors; then the lanes are combined (by the same update: sum, product, max and
+// min all combine partial results as they combine elements), then the row's last (extent % vec)
+// elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
+// Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
+struct Accumulator {
+  Func acc{"acc"}, partial{"partial"};
   RDom rows;  // the reduced dims, when not in lanes
-  define_init(acc, lhs);
-  if (lanes) {
-    std::vector<Var> p_lhs{u};
-    p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
-    std::vector<Expr> p_at(p_lhs.begin(), p_lhs.end());
-    define_init(partial, p_lhs);
-    RDom r = reduced_domain(Range(0, inner_extent / vec));
-    define_update(partial, p_at, values_at(r, r[0] * vec + u));
-    RDom lane(0, vec);
-    std::vector<Expr> from{lane.x};
-    from.insert(from.end(), vars.begin(), vars.end());
-    std::vector<Expr> partials;
-    for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
-    define_update(acc, lhs_e, partials);
-    RDom tail = reduced_domain(Range(whole, inner_extent - whole));
-    define_update(acc, lhs_e, values_at(tail, tail[0]));
-  } else {
-    rows = reduced_domain(Range(0, inner_extent));
-    define_update(acc, lhs_e, values_at(rows, Expr()));
+  bool lanes = false;
+  std::vector<int> reduces;
+
+  // The value of reduction `j` (the j-th of `reduces`) at the kept coordinates.
+  Expr at(size_t j, const std::vector<Expr>& kept) const {
+    return reduces.size() == 1 ? Expr(acc(kept)) : Expr(acc(kept)[j]);
   }
 
+  // `element_context(coords)` gives the context in which the reduced values are evaluated at the
+  // domain coordinates `coords`.
+  Accumulator(Lowering& L, std::vector<int> reducing, const std::vector<Var>& vars,
+              const std::function<Lowering::Context(std::vector<Expr>)>& element_context)
+      : reduces(std::move(reducing)) {
+    const fusion::Kernel& k = L.k;
+    const size_t rank = k.domain.size(), n = reduces.size();
+    const int vec = kernel_target().natural_vector_size(Float(32));
+    std::vector<size_t> kept_dims, reduced_dims;
+    for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
+    bool numeric = true;
+    for (int j : reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
+    lanes = k.reduced.back() && numeric && !k.narrow_rows();
+    const Expr inner_extent = L.extents[rank - 1];
+    const Expr whole = inner_extent / vec * vec;  // elements of a row in whole vectors
+    Var u("u");
+    std::vector<Expr> lhs(vars.begin(), vars.end());
+
+    // The reduced dims as an RDom, innermost first; in lanes, `inner` is the innermost one's range.
+    auto reduced_domain = [&](Range inner) {
+      Region region;
+      for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
+        region.push_back(lanes && *it == rank - 1 ? inner : Range(0, L.extents[*it]));
+      return RDom(region);
+    };
+    // The values the reducing nodes take at r (the innermost reduced coordinate given by `inner`).
+    auto values_at = [&](const RDom& r, Expr inner) {
+      std::vector<Expr> coords(rank);
+      for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
+      for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
+      if (lanes) coords[rank - 1] = inner;
+      Lowering::Context prologue = element_context(coords);
+      std::vector<Expr> xs;
+      for (int j : reduces) {
+        const int arg = k.nodes[j].args[0];
+        Expr x = fusion::is_read(arg) ? L.load(fusion::read_index(arg), coords) : L.value(arg, prologue);
+        x = convert(x, k.nodes[j].node->dtype);
+        // An update that does not mention the RDom runs once, not once per element: a prologue of
+        // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
+        if (!reduced_dims.empty() && !x.type().is_bool()) x = x + cast(x.type(), r[0] * 0);
+        xs.push_back(x);
+      }
+      return xs;
+    };
+    std::vector<Expr> inits;
+    for (int j : reduces) inits.push_back(initial(*k.nodes[j].node));
+    auto define_init = [&](Func& f, const std::vector<Var>& pure) {
+      if (n == 1)
+        f(pure) = inits[0];
+      else
+        f(pure) = Tuple(inits);
+    };
+    auto define_update = [&](Func& f, const std::vector<Expr>& at, const std::vector<Expr>& x) {
+      std::vector<Expr> ups;
+      for (size_t j = 0; j < n; ++j)
+        ups.push_back(update(*k.nodes[reduces[j]].node, n == 1 ? Expr(f(at)) : Expr(f(at)[j]), x[j]));
+      if (n == 1)
+        f(at) = ups[0];
+      else
+        f(at) = Tuple(ups);
+    };
+    define_init(acc, vars);
+    if (lanes) {
+      std::vector<Var> p_lhs{u};
+      p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
+      define_init(partial, p_lhs);
+      RDom r = reduced_domain(Range(0, inner_extent / vec));
+      define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()), values_at(r, r[0] * vec + u));
+      RDom lane(0, vec);
+      std::vector<Expr> from{lane.x};
+      from.insert(from.end(), vars.begin(), vars.end());
+      std::vector<Expr> partials;
+      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+      define_update(acc, lhs, partials);
+      RDom tail = reduced_domain(Range(whole, inner_extent - whole));
+      define_update(acc, lhs, values_at(tail, tail[0]));
+      partial.vectorize(u);
+      partial.update().vectorize(u);
+    } else {
+      rows = reduced_domain(Range(0, inner_extent));
+      define_update(acc, lhs, values_at(rows, Expr()));
+    }
+  }
+
+  // Computes the accumulators once per iteration of `loop` of `f`.
+  void compute_at(Func f, const Var& loop) {
+    acc.compute_at(f, loop);
+    if (lanes) partial.compute_at(f, loop);
+  }
+};
+
+// The coordinates of a row kernel's per-row values: reduced dims at 0.
+std::vector<Expr> row_coords(const fusion::Kernel& k, const std::vector<Var>& kept_vars) {
+  std::vector<Expr> coords(k.domain.size(), Expr(0));
+  size_t v = kept_vars.size();
+  for (size_t d = 0; d < k.domain.size(); ++d)
+    if (!k.reduced[d]) coords[d] = kept_vars[--v];
+  return coords;
+}
+
+Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
+  const fusion::Kernel& k = L.k;
+  const int vec = kernel_target().natural_vector_size(Float(32));
+  size_t kept_count = 0;
+  for (bool r : k.reduced) kept_count += !r;
+  auto vars = make_vars(kept_count);
+  std::vector<Var> lhs(vars.begin(), vars.end());
+  std::vector<Expr> lhs_e(vars.begin(), vars.end());
+  Accumulator A(L, k.reduces, vars, [](std::vector<Expr> coords) { return Lowering::Context{coords, {}, {}}; });
+
   // The epilogue: outputs at the output coordinates, where reduced dims are 0.
-  std::vector<Expr> out_coords(rank, Expr(0));
-  for (size_t i = 0; i < kept_dims.size(); ++i) out_coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
-  Lowering::Context epilogue{out_coords, {}, {}};
-  for (size_t j = 0; j < n; ++j) epilogue.reduced[k.reduces[j]] = element(acc, j);
+  Lowering::Context epilogue{row_coords(k, vars), {}, {}};
+  for (size_t j = 0; j < k.reduces.size(); ++j) epilogue.reduced[k.reduces[j]] = A.at(j, lhs_e);
   std::vector<Expr> outs;
   for (int o : k.outputs) outs.push_back(to_storage(L.value(o, epilogue), k.nodes[o].node->dtype));
   Func out("out");
@@ -484,18 +547,18 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   // Schedule: parallel over the outermost kept dim; rows in lanes (above), or else the innermost
   // kept dim in vectors when it is not reduced. (Vectorizing a kept dim outside a reduced one
   // means gathers, as its stride is an argument: measured slower than scalar loops on pooling.)
-  if (lanes) {
-    if (!vars.empty()) partial.compute_at(out, vars.back());
-    partial.vectorize(u);
-    partial.update().vectorize(u);
-  }
+  if (A.lanes && !vars.empty()) A.compute_at(out, vars.back());
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
   // Floating-point ones only: bool reductions crashed with SIGILL under this schedule.
+  std::vector<size_t> kept_dims;
+  for (size_t d = 0; d < k.domain.size(); ++d)
+    if (!k.reduced[d]) kept_dims.push_back(d);
   bool vector_narrow_rows = k.narrow_rows() && !kept_dims.empty();
   for (int j : k.reduces) vector_narrow_rows &= is_floating(k.nodes[j].node->dtype);
   if (vector_narrow_rows)
     for (const auto& read : k.reads) vector_narrow_rows &= stride_class(read.strides[kept_dims.back()]) != 's';
+  Func& acc = A.acc;
   if (vector_narrow_rows) {
     // One vector of outputs at a time, its accumulators on the stack; tasks of 16 outer rows.
     // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards:
@@ -516,7 +579,7 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
       // of 8 vectors rather than one (one vector at a time ran at ~20 GB/s, striding down the
       // rows).
       std::vector<VarOrRVar> order{vars[0]};
-      for (int d = 0; d < rows.dimensions(); ++d) order.emplace_back(rows[d]);
+      for (int d = 0; d < A.rows.dimensions(); ++d) order.emplace_back(A.rows[d]);
       acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(order);
       Var block("block");
       out.split(vars[0], vars[0], block, vec * 8, TailStrategy::GuardWithIf)
@@ -526,6 +589,175 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   }
   args = L.arguments;
   return Pipeline(out);
+}
+
+// What computing a value again costs, in operations: transcendental functions are a few dozen.
+int op_cost(Op op) {
+  switch (op) {
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Erf:
+    case Op::Tanh:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Pow: return 20;
+    default: return 1;
+  }
+}
+// A value used in more than one place whose recomputation costs more than this is stored per row.
+constexpr int kStoreAbove = 4;
+
+// A row kernel (Kernel::row_kernel): one loop over rows; per row, each phase's accumulators in
+// turn, then the row's per-element and per-row outputs, while the row is in cache. Values used in
+// more than one place (a prologue and an output, or two outputs: Halide computes each output's
+// expression on its own) are stored per row and computed once, unless they are cheap.
+Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
+  const fusion::Kernel& k = L.k;
+  const size_t rank = k.domain.size();
+  const int vec = kernel_target().natural_vector_size(Float(32));
+  size_t reduced_count = 0;
+  while (reduced_count < rank && k.reduced[rank - 1 - reduced_count]) ++reduced_count;
+  for (size_t d = 0; d + reduced_count < rank; ++d)
+    KILN_CHECK(!k.reduced[d], "halide: a row kernel reduces trailing dims only (", k.key(), ")");
+  const std::vector<Var> vars = make_vars(rank);
+  const std::vector<Var> kept(vars.begin() + long(reduced_count), vars.end());  // innermost first
+  std::vector<Expr> coords(rank);
+  for (size_t d = 0; d < rank; ++d) coords[d] = vars[rank - 1 - d];
+
+  Lowering::Context rows{row_coords(k, kept), {}, {}};
+  L.row_vars = kept;
+  std::map<int, Lowering::Stored> stored;
+  std::vector<Func> stored_funcs;
+  auto element_context = [&](std::vector<Expr> at) { return Lowering::Context{std::move(at), {}, {}, &rows, &stored}; };
+
+  // The values to store per row: per element, reached from two sinks or more (the reductions'
+  // prologues and the per-element outputs), and costlier than kStoreAbove to compute again from
+  // what is read or stored.
+  std::vector<int> sinks(k.nodes.size(), 0);
+  std::vector<int> roots = k.reduces;
+  for (int o : k.outputs)
+    if (!k.nodes[o].per_row) roots.push_back(o);
+  for (int root : roots) {
+    std::vector<bool> seen(k.nodes.size(), false);
+    std::vector<int> stack{root};
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      for (int a : k.nodes[i].args)
+        if (!fusion::is_read(a) && !k.nodes[a].per_row && !seen[a]) {
+          seen[a] = true;
+          ++sinks[a];
+          stack.push_back(a);
+        }
+    }
+    if (!k.nodes[root].per_row) ++sinks[root];
+  }
+  // Stored values that do not read one another are computed in one loop (a Tuple), so that
+  // independent transcendental functions interleave rather than each being a loop-long chain of
+  // dependent operations. `depth` counts the stored values a value is computed from, in sequence.
+  std::vector<bool> store(k.nodes.size(), false);
+  std::vector<int> cost(k.nodes.size(), 0), depth(k.nodes.size(), 0);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const ir::Node& n = *k.nodes[i].node;
+    if (k.nodes[i].per_row || n.op == Op::Const) continue;
+    cost[i] = op_cost(n.op);
+    for (int a : k.nodes[i].args) {
+      if (fusion::is_read(a)) continue;
+      if (!store[a]) cost[i] += cost[a];
+      depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
+    }
+    store[i] = sinks[i] >= 2 && cost[i] > kStoreAbove;
+  }
+  const std::vector<int> phase = k.phases();
+  const int phases = k.reduces.empty() ? 0 : *std::max_element(phase.begin(), phase.end());
+  std::vector<Accumulator> accumulators;
+  accumulators.reserve(size_t(phases));
+  for (int p = 1; p <= phases + 1; ++p) {
+    // The values stored per row that need only earlier phases, then this phase's reductions.
+    for (int d = 0;; ++d) {
+      std::vector<int> group;
+      bool deeper = false;
+      for (size_t i = 0; i < k.nodes.size(); ++i) {
+        if (phase[i] != p - 1 || !store[i]) continue;
+        if (depth[i] == d) group.push_back(int(i));
+        deeper |= depth[i] > d;
+      }
+      if (!group.empty()) {
+        Lowering::Context def = element_context(coords);
+        std::vector<Expr> values;
+        for (int i : group) values.push_back(L.value(i, def));
+        Func f("stored" + std::to_string(group[0]));
+        if (values.size() == 1)
+          f(vars) = values[0];
+        else
+          f(vars) = Tuple(values);
+        for (size_t g = 0; g < group.size(); ++g)
+          stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
+        stored_funcs.push_back(f);
+      }
+      if (!deeper) break;
+    }
+    if (p > phases) break;
+    std::vector<int> reducing;
+    for (int j : k.reduces)
+      if (phase[j] == p) reducing.push_back(j);
+    accumulators.emplace_back(L, reducing, kept, element_context);
+    std::vector<Expr> at(kept.begin(), kept.end());
+    for (size_t j = 0; j < reducing.size(); ++j) rows.reduced[reducing[j]] = accumulators.back().at(j, at);
+  }
+
+  std::vector<Expr> per_element, per_row;
+  Lowering::Context elements = element_context(coords);
+  for (int o : k.outputs) {
+    Expr e = to_storage(L.value(o, k.nodes[o].per_row ? rows : elements), k.nodes[o].node->dtype);
+    (k.nodes[o].per_row ? per_row : per_element).push_back(e);
+  }
+  auto define = [](Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& values) {
+    if (values.size() == 1)
+      f(lhs) = values[0];
+    else
+      f(lhs) = Tuple(values);
+  };
+  Func out_elements("out"), out_rows("out_rows");
+  if (!per_element.empty()) define(out_elements, vars, per_element);
+  if (!per_row.empty()) define(out_rows, kept, per_row);
+
+  // Schedule: rows in parallel; in each, the accumulators and stored values, then the outputs.
+  // Per-row outputs are written in the same loop (compute_with), not in a loop of their own that
+  // would reduce every row again.
+  Func main = per_element.empty() ? out_rows : out_elements;
+  if (!per_element.empty()) out_elements.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  for (Func& f : stored_funcs) {
+    if (kept.empty())
+      f.compute_root();
+    else
+      f.compute_at(main, kept.front());
+    f.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  }
+  for (auto& [i, f] : L.row_values) {
+    if (kept.empty())
+      f.compute_root();
+    else
+      f.compute_at(main, kept.front());
+  }
+  for (auto& A : accumulators) {
+    if (kept.empty()) {
+      A.acc.compute_root();
+      if (A.lanes) A.partial.compute_root();
+    } else {
+      A.compute_at(main, kept.front());
+    }
+  }
+  std::vector<Func> outputs;
+  if (!per_element.empty()) outputs.push_back(out_elements);
+  if (!per_row.empty()) outputs.push_back(out_rows);
+  if (!kept.empty()) {
+    for (Func& f : outputs) f.parallel(kept.back());
+    if (outputs.size() == 2) out_rows.compute_with(out_elements, kept.front());
+  }
+  args = L.arguments;
+  return Pipeline(outputs);
 }
 
 }  // namespace
@@ -541,7 +773,9 @@ void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const
   try {
     Lowering L(kernel);
     std::vector<Argument> args;
-    Pipeline p = kernel.kind == fusion::Kernel::Kind::Reduction ? build_reduction(L, args) : build_pointwise(L, args);
+    Pipeline p = kernel.row_kernel()                              ? build_rows(L, args)
+                 : kernel.kind == fusion::Kernel::Kind::Reduction ? build_reduction(L, args)
+                                                                  : build_pointwise(L, args);
     // The statement first: it is what to read when compiling fails or hangs.
     if (!dump_dir.empty()) p.compile_to_lowered_stmt(dump_dir + "/" + name + ".stmt", args, Text, kernel_target());
     p.compile_to_object(object_path, args, name, kernel_target());
