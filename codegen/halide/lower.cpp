@@ -338,8 +338,8 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   auto vars = make_vars(k.domain.size());
   std::vector<Expr> coords(k.domain.size());
   for (size_t d = 0; d < coords.size(); ++d) coords[d] = vars[coords.size() - 1 - d];
-  Lowering::Context ctx{coords, {}, {}};
   std::vector<Var> lhs(vars.begin(), vars.end());
+  Lowering::Context ctx{coords, {}, {}};
   std::vector<Func> funcs;  // one loop per group
   for (const auto& group : independent_output_groups(k)) {
     std::vector<Expr> outs;
@@ -608,6 +608,81 @@ int op_cost(Op op) {
 // A value used in more than one place whose recomputation costs more than this is stored per row.
 constexpr int kStoreAbove = 4;
 
+// Per-element values of a row kernel that several roots compute from (outputs, reductions):
+// Halide computes each root's expression on its own, so a value shared by two is computed twice
+// unless it is stored. Stored are those reached from two roots or more that cost more than
+// kStoreAbove to compute again from what is read or stored. Stored values that do not read one
+// another are computed in one loop (a Tuple), so that independent transcendental functions
+// interleave rather than each being a loop-long chain of dependent operations: `depth` counts the
+// stored values a value is computed from, in sequence.
+struct SharedValues {
+  std::vector<bool> store;
+  std::vector<int> depth;
+
+  SharedValues(const fusion::Kernel& k, const std::vector<int>& roots)
+      : store(k.nodes.size(), false), depth(k.nodes.size(), 0) {
+    std::vector<int> reached(k.nodes.size(), 0), cost(k.nodes.size(), 0);
+    for (int root : roots) {
+      std::vector<bool> seen(k.nodes.size(), false);
+      std::vector<int> stack{root};
+      while (!stack.empty()) {
+        const int i = stack.back();
+        stack.pop_back();
+        for (int a : k.nodes[i].args)
+          if (!fusion::is_read(a) && !k.nodes[a].per_row && !seen[a]) {
+            seen[a] = true;
+            ++reached[a];
+            stack.push_back(a);
+          }
+      }
+      if (!k.nodes[root].per_row) ++reached[root];
+    }
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const ir::Node& n = *k.nodes[i].node;
+      if (k.nodes[i].per_row || n.op == Op::Const) continue;
+      cost[i] = op_cost(n.op);
+      for (int a : k.nodes[i].args) {
+        if (fusion::is_read(a)) continue;
+        if (!store[a]) cost[i] += cost[a];
+        depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
+      }
+      store[i] = reached[i] >= 2 && cost[i] > kStoreAbove;
+    }
+  }
+
+  // Defines the stored values among `nodes` in Funcs over `vars`, one per depth, each reading only
+  // earlier ones (through `stored`, which gains them; `context` evaluates them). Returns the
+  // Funcs, to be scheduled.
+  std::vector<Func> define(Lowering& L, const std::vector<int>& nodes, const std::vector<Var>& vars,
+                           const std::function<Lowering::Context()>& context,
+                           std::map<int, Lowering::Stored>& stored) const {
+    std::vector<Func> funcs;
+    for (int d = 0;; ++d) {
+      std::vector<int> group;
+      bool deeper = false;
+      for (int i : nodes) {
+        if (!store[size_t(i)]) continue;
+        if (depth[size_t(i)] == d) group.push_back(i);
+        deeper |= depth[size_t(i)] > d;
+      }
+      if (!group.empty()) {
+        Lowering::Context def = context();
+        std::vector<Expr> values;
+        for (int i : group) values.push_back(L.value(i, def));
+        Func f("stored" + std::to_string(group[0]));
+        if (values.size() == 1)
+          f(vars) = values[0];
+        else
+          f(vars) = Tuple(values);
+        for (size_t g = 0; g < group.size(); ++g)
+          stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
+        funcs.push_back(f);
+      }
+      if (!deeper) return funcs;
+    }
+  }
+};
+
 // A row kernel (Kernel::row_kernel): one loop over rows; per row, each phase's accumulators in
 // turn, then the row's per-element and per-row outputs, while the row is in cache. Values used in
 // more than one place (a prologue and an output, or two outputs: Halide computes each output's
@@ -631,73 +706,22 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   std::vector<Func> stored_funcs;
   auto element_context = [&](std::vector<Expr> at) { return Lowering::Context{std::move(at), {}, {}, &rows, &stored}; };
 
-  // The values to store per row: per element, reached from two sinks or more (the reductions'
-  // prologues and the per-element outputs), and costlier than kStoreAbove to compute again from
-  // what is read or stored.
-  std::vector<int> sinks(k.nodes.size(), 0);
-  std::vector<int> roots = k.reduces;
+  std::vector<int> roots = k.reduces;  // what stored values are shared by
   for (int o : k.outputs)
     if (!k.nodes[o].per_row) roots.push_back(o);
-  for (int root : roots) {
-    std::vector<bool> seen(k.nodes.size(), false);
-    std::vector<int> stack{root};
-    while (!stack.empty()) {
-      const int i = stack.back();
-      stack.pop_back();
-      for (int a : k.nodes[i].args)
-        if (!fusion::is_read(a) && !k.nodes[a].per_row && !seen[a]) {
-          seen[a] = true;
-          ++sinks[a];
-          stack.push_back(a);
-        }
-    }
-    if (!k.nodes[root].per_row) ++sinks[root];
-  }
-  // Stored values that do not read one another are computed in one loop (a Tuple), so that
-  // independent transcendental functions interleave rather than each being a loop-long chain of
-  // dependent operations. `depth` counts the stored values a value is computed from, in sequence.
-  std::vector<bool> store(k.nodes.size(), false);
-  std::vector<int> cost(k.nodes.size(), 0), depth(k.nodes.size(), 0);
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    const ir::Node& n = *k.nodes[i].node;
-    if (k.nodes[i].per_row || n.op == Op::Const) continue;
-    cost[i] = op_cost(n.op);
-    for (int a : k.nodes[i].args) {
-      if (fusion::is_read(a)) continue;
-      if (!store[a]) cost[i] += cost[a];
-      depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
-    }
-    store[i] = sinks[i] >= 2 && cost[i] > kStoreAbove;
-  }
+  const SharedValues shared(k, roots);
   const std::vector<int> phase = k.phases();
   const int phases = k.reduces.empty() ? 0 : *std::max_element(phase.begin(), phase.end());
   std::vector<Accumulator> accumulators;
   accumulators.reserve(size_t(phases));
   for (int p = 1; p <= phases + 1; ++p) {
     // The values stored per row that need only earlier phases, then this phase's reductions.
-    for (int d = 0;; ++d) {
-      std::vector<int> group;
-      bool deeper = false;
-      for (size_t i = 0; i < k.nodes.size(); ++i) {
-        if (phase[i] != p - 1 || !store[i]) continue;
-        if (depth[i] == d) group.push_back(int(i));
-        deeper |= depth[i] > d;
-      }
-      if (!group.empty()) {
-        Lowering::Context def = element_context(coords);
-        std::vector<Expr> values;
-        for (int i : group) values.push_back(L.value(i, def));
-        Func f("stored" + std::to_string(group[0]));
-        if (values.size() == 1)
-          f(vars) = values[0];
-        else
-          f(vars) = Tuple(values);
-        for (size_t g = 0; g < group.size(); ++g)
-          stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
-        stored_funcs.push_back(f);
-      }
-      if (!deeper) break;
-    }
+    std::vector<int> ready;
+    for (size_t i = 0; i < k.nodes.size(); ++i)
+      if (phase[i] == p - 1) ready.push_back(int(i));
+    auto funcs = shared.define(
+        L, ready, vars, [&] { return element_context(coords); }, stored);
+    stored_funcs.insert(stored_funcs.end(), funcs.begin(), funcs.end());
     if (p > phases) break;
     std::vector<int> reducing;
     for (int j : k.reduces)
