@@ -16,6 +16,11 @@ struct Moments {
   Tensor var;       // keepdim, biased
 };
 Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes);
+// The same in two passes, the mean and then the mean of squared deviations: over rows (trailing
+// axes, as layer norm's) they are one row kernel that reads x once, and x is read in place only,
+// so that its producer (a linear layer's bias add) is computed by the kernels that read it
+// rather than written (shifted_moments reads each row's first element too).
+Moments centered_moments(const Tensor& x, const std::vector<int64_t>& axes);
 
 // log(sum(exp(x))) over `axes` = max + log_sum, kept apart so that callers add them in the order
 // their rounding needs (cross_entropy, as libtorch, rounds (x[t] - max) - log_sum). The maximum is

@@ -259,4 +259,10 @@ Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes) {
   return {d - mean_d, mean_d.detach() + shift, var};
 }
 
+Moments centered_moments(const Tensor& x, const std::vector<int64_t>& axes) {
+  Tensor mean = x.mean(axes, /*keepdim=*/true);
+  Tensor centered = x - mean;
+  return {centered, mean.detach(), (centered * centered).mean(axes, /*keepdim=*/true)};
+}
+
 }  // namespace kiln::detail
