@@ -162,6 +162,31 @@ TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {
   }
 }
 
+// A row kernel that writes one value per element: softmax's max, sum and output, and LayerNorm's
+// mean, variance and output, each one pass over the rows (fusion/partition.cpp).
+TEST(Fusion, SoftmaxAndLayerNormForwardAreOneKernelEach) {
+  auto run = [](const std::string& backend, kiln::Stats* softmax_stats, kiln::Stats* norm_stats) {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = backend;
+    torch::manual_seed(4);
+    torch::NoGradGuard no_grad;
+    torch::Tensor x = torch::randn({48, 300}) * 3 + 1;
+    torch::nn::LayerNorm ln(torch::nn::LayerNormOptions({300}));
+    torch::Tensor s, y;
+    *softmax_stats = count([&] { s = torch::softmax(x, 1); });
+    *norm_stats = count([&] { y = ln->forward(x); });
+    auto out = torch::cat({s.flatten(), y.flatten()}).to_vector<float>();
+    kiln::config().backend = saved;
+    return out;
+  };
+  kiln::Stats softmax_fused, norm_fused, unused;
+  const auto fused = run("halide", &softmax_fused, &norm_fused), reference = run("interp", &unused, &unused);
+  EXPECT_EQ(softmax_fused.kernel_launches, 1);
+  EXPECT_EQ(norm_fused.kernel_launches, 1);
+  ASSERT_EQ(fused.size(), reference.size());
+  for (size_t i = 0; i < fused.size(); ++i) EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])));
+}
+
 // Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its
 // loss and gradient match the interpreter's, ignored targets and class weights included.
 TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
