@@ -1,15 +1,19 @@
 // Time to the first training step of an MLP (784-512-512-10, GELU, LayerNorm, Adam, batch 256),
 // from process start: run it with an empty KILN_CACHE_DIR (everything compiles) and again with
 // the same folder (everything loads). Prints `first_step_seconds <s> kernels_compiled <n>
-// kernels_loaded <n>`, then the same for a second step (the steady state).
-#include <chrono>
-#include <iostream>
-
+// kernels_loaded <n>`, then the same for a second step (the steady state). `first_step N` times
+// N steps (`step_<i>_seconds`), to see when KILN_COMPILE=background has built everything.
 #include <kiln/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
 
 #include "perf/bench_mlp.h"
 
-int main() {
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 2;
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   torch::manual_seed(0);
@@ -24,13 +28,17 @@ int main() {
     adam.step();
     return loss.item<float>();
   };
-  for (const char* which : {"first_step", "second_step"}) {
-    const auto t0 = which[0] == 'f' ? start : clock::now();
+  for (int i = 0; i < steps; ++i) {
+    const auto t0 = i == 0 ? start : clock::now();
     kiln::reset_stats();
     step();
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
     const auto st = kiln::stats();
+    const std::string which = i == 0                 ? "first_step"
+                              : i == 1 && steps == 2 ? "second_step"
+                                                     : "step_" + std::to_string(i);
     std::cout << which << "_seconds " << s << " kernels_compiled " << st.kernels_compiled << " kernels_loaded "
               << st.kernels_loaded << " kernel_launches " << st.kernel_launches << std::endl;
   }
+  std::cout << "total_seconds " << std::chrono::duration<double>(clock::now() - start).count() << std::endl;
 }

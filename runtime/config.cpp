@@ -23,6 +23,7 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_BACKEND")) c.backend = v;
   if (const char* v = std::getenv("KILN_LOG")) c.log_level = v;
   if (const char* v = std::getenv("KILN_NUM_THREADS")) c.num_threads = std::atoi(v);
+  if (const char* v = std::getenv("KILN_COMPILE")) c.compile_in_background = std::string(v) == "background";
   return c;
 }
 }  // namespace

@@ -11,6 +11,10 @@ struct Config {
   std::string backend = "halide";  // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
   std::string log_level = "warn";  // KILN_LOG
   int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores
+  // KILN_COMPILE=background: a kernel that is neither in memory nor on disk is compiled on other
+  // threads while the interpreter runs it; a later flush launches it once built. The default
+  // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
+  bool compile_in_background = false;
 };
 Config& config();
 

@@ -3,18 +3,24 @@
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "fusion/partition_cache.h"
 #include "runtime/config.h"
 
 namespace {
 
+// Compiled kernels, each built before it runs (whatever KILN_COMPILE says), so launches count kernels.
 struct HalideBackend {
-  HalideBackend() : saved(kiln::config().backend) { kiln::config().backend = "halide"; }
-  ~HalideBackend() { kiln::config().backend = saved; }
-  std::string saved;
+  HalideBackend() : saved(kiln::config()) {
+    kiln::config().backend = "halide";
+    kiln::config().compile_in_background = false;
+  }
+  ~HalideBackend() { kiln::config() = saved; }
+  kiln::Config saved;
 };
 
 // Launches (and compiles) made by `f`, counted from a clean segment.
@@ -135,6 +141,7 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
 // logsumexp reduces each row twice (its max, then the sum of exp(x - max)): one row kernel, each
 // row read once (fusion/partition.cpp), in vectors or not, over one reduced dim or two.
 TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {
+  HalideBackend halide;  // counts compiled launches; run() switches to the interpreter and back
   struct Case {
     std::vector<int64_t> shape;
     bool transposed;  // reduce dims 1 and 2 of x.transpose(1, 2): two reduced dims, not mergeable
@@ -165,6 +172,7 @@ TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {
 // A row kernel that writes one value per element: softmax's max, sum and output, and LayerNorm's
 // mean, variance and output, each one pass over the rows (fusion/partition.cpp).
 TEST(Fusion, SoftmaxAndLayerNormForwardAreOneKernelEach) {
+  HalideBackend halide;  // counts compiled launches; run() switches to the interpreter and back
   auto run = [](const std::string& backend, kiln::Stats* softmax_stats, kiln::Stats* norm_stats) {
     const std::string saved = kiln::config().backend;
     kiln::config().backend = backend;
@@ -185,6 +193,39 @@ TEST(Fusion, SoftmaxAndLayerNormForwardAreOneKernelEach) {
   EXPECT_EQ(norm_fused.kernel_launches, 1);
   ASSERT_EQ(fused.size(), reference.size());
   for (size_t i = 0; i < fused.size(); ++i) EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])));
+}
+
+// KILN_COMPILE=background: a kernel not built yet runs on the interpreter while it compiles on
+// another thread (the process's first such kernel is built at once), every step gives the same
+// result, and a later step launches the built kernels.
+TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
+  HalideBackend halide;
+  struct Background {
+    Background() { kiln::config().compile_in_background = true; }
+    ~Background() { kiln::config().compile_in_background = false; }
+  } background;
+  torch::manual_seed(6);
+  auto x = torch::randn({32, 48}), w = torch::randn({48, 40});
+  auto program = [&] { return (((x.sin() + 1.5) * x).matmul(w).cos() * 3 - x.sum()).to_vector<float>(); };
+  std::vector<float> expected;
+  {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = "interp";
+    expected = program();
+    kiln::config().backend = saved;
+  }
+  bool built = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!built && std::chrono::steady_clock::now() < deadline) {
+    std::vector<float> got;
+    auto s = count([&] { got = program(); });
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4 * (1 + std::fabs(expected[i])));
+    // Built: each kernel one launch (the interpreter counts one per node).
+    built = s.kernels_compiled == 0 && s.kernel_launches <= 4;
+    if (!built) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(built);
 }
 
 // Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its

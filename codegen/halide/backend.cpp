@@ -1,5 +1,7 @@
 // The Halide backend: partitions a plan into kernels, finds each kernel's compiled code (in
 // memory, else on disk, else compiles it), and launches it on the buffers of the flush.
+#include "codegen/backend.h"
+
 #include <HalideRuntime.h>
 #include <dlfcn.h>
 
@@ -7,14 +9,16 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "codegen/backend.h"
 #include "codegen/halide/arguments.h"
 #include "codegen/halide/lower.h"
 #include "fusion/kernel.h"
@@ -128,13 +132,20 @@ class HalideBackend final : public Backend {
     return true;
   }
 
-  // Runs the kernel's nodes one by one on the interpreter, keeping only its outputs.
+  // Runs the kernel's nodes one by one on the interpreter, keeping only its outputs and what was
+  // in memory before (a constant that every kernel reading it computes may be another kernel's
+  // output, already written: a library call reads it later).
   void interpret(const Kernel& k) {
-    for (const auto& kn : k.nodes) run_node(*kn.node);
-    std::vector<bool> is_output(k.nodes.size(), false);
-    for (int o : k.outputs) is_output[o] = true;
+    std::vector<bool> keep(k.nodes.size(), false);
+    for (int o : k.outputs) keep[o] = true;
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      if (k.nodes[i].node->computed())
+        keep[i] = true;
+      else
+        run_node(*k.nodes[i].node);
+    }
     for (size_t i = 0; i < k.nodes.size(); ++i)
-      if (!is_output[i]) k.nodes[i].node->result.reset();
+      if (!keep[i]) k.nodes[i].node->result.reset();
     stats_add(&Stats::kernel_launches, int64_t(k.nodes.size()));
   }
 
@@ -190,6 +201,8 @@ class HalideBackend final : public Backend {
     std::vector<KernelFn> fns(kernels.size(), nullptr);
     std::vector<std::pair<const Kernel*, const std::string*>> missing;
     std::vector<std::pair<size_t, size_t>> waiting;  // (kernel, its entry in missing)
+    const bool background = config().compile_in_background;
+    if (background) take_built_in_background();
     for (size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
@@ -197,6 +210,11 @@ class HalideBackend final : public Backend {
       if (auto it = loaded_.find(key); it != loaded_.end()) {
         stats_add(&Stats::kernel_cache_hits, 1);
         fns[i] = it->second;
+        continue;
+      }
+      if (background && !cache().find(key, ".so")) {
+        if (compile_in_background(k, key)) continue;  // interpreted (null) until built
+        fns[i] = loaded_[key];
         continue;
       }
       size_t m = 0;
@@ -230,6 +248,83 @@ class HalideBackend final : public Backend {
     for (size_t m = 0; m < missing.size(); ++m) loaded_[*missing[m].second] = built[m];
     for (auto [i, m] : waiting) fns[i] = built[m];
     return fns;
+  }
+
+  // Background compilation (Config::compile_in_background): workers take kernels from a queue
+  // and leave what they built for the next flush to take. A job holds a copy of its kernel with
+  // nodes of its own: the flush's nodes are freed before the job runs.
+  //
+  // At exit the workers are stopped (each finishes the kernel it is building) by a handler that
+  // must run before the destructors of every static a compilation uses, Halide's and LLVM's
+  // function-local ones included, which come to exist during the first compilations: so the
+  // first kernel is compiled on the calling thread before any worker starts (a process exiting
+  // while that first build ran on a worker aborted in LLVM), and the handler is registered again
+  // after each build (handlers run in the reverse order of registration; a second run is a no-op).
+  struct Job {
+    std::string key;
+    Kernel kernel;
+    std::vector<ir::NodePtr> nodes;  // what kernel's nodes and reads point to
+  };
+  static void register_stop_at_exit() {
+    std::atexit([] { static_cast<HalideBackend&>(halide_backend()).stop_background(); });
+  }
+  // Whether `k` is left to the workers; false: it was built here, at once (the first one).
+  bool compile_in_background(const Kernel& k, const std::string& key) {
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    if (workers_.empty()) {
+      loaded_[key] = load_or_build_or_null(k, key);
+      register_stop_at_exit();
+      for (int t = 0; t < std::max(1, get_num_threads()); ++t) workers_.emplace_back([this] { background_worker(); });
+      return false;
+    }
+    if (!submitted_.insert(key).second) return true;
+    Job job{key, k, {}};
+    auto own = [&](ir::Node* n) {
+      auto copy = std::make_shared<ir::Node>();
+      copy->op = n->op;
+      copy->dtype = n->dtype;
+      copy->shape = n->shape;
+      copy->ints = n->ints;
+      copy->scalar = n->scalar;
+      job.nodes.push_back(copy);
+      return copy.get();
+    };
+    for (auto& kn : job.kernel.nodes) kn.node = own(kn.node);
+    for (auto& r : job.kernel.reads) r.node = own(r.node);
+    job.kernel.library_node.reset();
+    queue_.push_back(std::move(job));
+    background_cv_.notify_one();
+    return true;
+  }
+  void background_worker() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(background_mutex_);
+        background_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      KernelFn fn = load_or_build_or_null(job.kernel, job.key);
+      register_stop_at_exit();
+      std::lock_guard<std::mutex> lock(background_mutex_);
+      built_.emplace_back(job.key, fn);
+    }
+  }
+  void take_built_in_background() {
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    for (auto& [key, fn] : built_) loaded_[key] = fn;
+    built_.clear();
+  }
+  void stop_background() {
+    {
+      std::lock_guard<std::mutex> lock(background_mutex_);
+      stopping_ = true;
+    }
+    background_cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
   }
 
   // A kernel that cannot be built is logged and runs on the interpreter (null).
@@ -350,6 +445,13 @@ class HalideBackend final : public Backend {
   }
 
   std::unordered_map<std::string, KernelFn> loaded_;
+  std::mutex background_mutex_;  // guards the background state below
+  std::condition_variable background_cv_;
+  std::deque<Job> queue_;
+  std::unordered_set<std::string> submitted_;
+  std::vector<std::pair<std::string, KernelFn>> built_;  // not yet in loaded_
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
   std::mutex runtime_mutex_;
   std::atomic<bool> runtime_ready_{false};
   int (*set_threads_)(int) = nullptr;
