@@ -124,7 +124,7 @@ void coalesce(Kernel& k, const std::vector<Shape>& output_strides) {
 
 class Partitioner {
  public:
-  explicit Partitioner(const Plan& plan) : plan_(plan), n_(int(plan.steps.size())) {
+  explicit Partitioner(const Plan& plan) : plan_(plan), n_(int(plan.steps.size())), no_rows_(size_t(n_), false) {
     for (int i = 0; i < n_; ++i) {  // a step's node carries its index (see pending)
       node(i)->pass = stamp_;
       node(i)->pass_value = i;
@@ -140,7 +140,9 @@ class Partitioner {
     // forward of softmax or LayerNorm (one per-element output) ran 25-30% faster as one, while
     // LayerNorm + GELU forward and backward (y, its gradient and dx per element) ran slower than
     // as separate reduction and pointwise kernels. A reduction whose row kernel would write more
-    // per-element values than that is grouped again, without rows.
+    // per-element values than that is grouped again, without rows. (Which values are written
+    // follows decide_materialization's heuristics: changing those can change which reductions
+    // make row kernels.)
     for (bool regroup = true; regroup;) {
       protos_.clear();
       group();
@@ -368,7 +370,10 @@ class Partitioner {
       if (!in_kernel[s]) continue;
       KernelNode kn{node(s), {}, false};
       if (proto.kind == Kernel::Kind::Reduction && !is_const(*node(s))) {
-        // A member knows its level; a producer computed here has its reader's, which its shape tells.
+        // A member knows its level; a producer computed here has its reader's, which its shape
+        // tells: producers are pulled in only when read in place (identity views), so a producer
+        // of an epilogue has the reduced shape (reductions keep their dims in the IR), and one of
+        // a prologue or per-element value the domain's.
         kn.per_row =
             kernel_of_[s] == p ? per_row_[s] : node(s)->shape == proto.out_shape && proto.out_shape != proto.domain;
       }
@@ -421,7 +426,7 @@ class Partitioner {
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;
   std::vector<bool> per_row_;  // a Reduction's member computed once per row (see KernelNode)
-  std::vector<bool> no_rows_ = std::vector<bool>(size_t(n_), false);  // reductions that start no row kernel
+  std::vector<bool> no_rows_;  // reductions that start no row kernel (see run)
   std::vector<bool> materialize_;
 };
 

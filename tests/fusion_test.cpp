@@ -228,6 +228,32 @@ TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
   EXPECT_TRUE(built);
 }
 
+// Float32 exp is computed in vectors (codegen/halide/lower.cpp, vector_exp) up to the largest x
+// whose exp is finite (it stopped at 88 before: exp(88.6) came out as exp(88)).
+TEST(Fusion, ExpNearOverflowAndUnderflowMatchesTheInterpreter) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> data{88.0f,  88.3f,   88.6f, 88.72f, 88.7228f, 88.73f, 89.0f, -87.0f, -87.3f,
+                          -87.5f, -100.0f, 0.0f,  1.0f,   -1.0f,    10.5f,  nan,   inf,    -inf};
+  auto run = [&](const std::string& backend) {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = backend;
+    auto out =
+        (torch::from_blob(data.data(), {int64_t(data.size())}, torch::kFloat).clone() * 1.0).exp().to_vector<float>();
+    kiln::config().backend = saved;
+    return out;
+  };
+  HalideBackend halide;
+  const auto fused = run("halide"), reference = run("interp");
+  ASSERT_EQ(fused.size(), reference.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (std::isnan(reference[i]) || std::isinf(reference[i]) || reference[i] == 0)
+      EXPECT_TRUE(fused[i] == reference[i] || (std::isnan(fused[i]) && std::isnan(reference[i])))
+          << "exp(" << data[i] << "): " << fused[i] << " vs " << reference[i];
+    else
+      EXPECT_NEAR(fused[i], reference[i], 4e-7 * reference[i]) << "exp(" << data[i] << ")";
+  }
+}
+
 // Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its
 // loss and gradient match the interpreter's, ignored targets and class weights included.
 TEST(Fusion, CrossEntropyMatchesTheInterpreter) {

@@ -21,11 +21,16 @@ using ir::Op;
 
 Target kernel_target() {
   // strict_float: NaN and infinity keep their IEEE meaning (max propagates NaN, as in PyTorch).
-  return get_host_target()
-      .with_feature(Target::NoRuntime)
-      .with_feature(Target::NoAsserts)
-      .with_feature(Target::StrictFloat)
-      .with_feature(Target::NoBoundsQuery);
+  Target t = get_host_target()
+                 .with_feature(Target::NoRuntime)
+                 .with_feature(Target::NoAsserts)
+                 .with_feature(Target::StrictFloat)
+                 .with_feature(Target::NoBoundsQuery);
+  // Halide 14 takes a CPU with AVX512-BF16 (AMD Zen 4, this machine) for a Sapphire Rapids, and
+  // LLVM then uses AVX512-FP16 instructions (vmovw), which such a CPU lacks: a kernel moving bools
+  // in 2-wide vectors died of SIGILL. (The bool-vector workarounds below may predate this fix.)
+  if (!__builtin_cpu_supports("avx512fp16")) t = t.without_feature(Target::AVX512_SapphireRapids);
+  return t;
 }
 
 Type value_type(ScalarType t) {
@@ -69,15 +74,21 @@ Expr floor_small(Expr x) {  // |x| < 2^31
 Expr vector_exp(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity());
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
-  Expr c = clamp(x, -88.0f, 88.0f);
+  // From the smallest x whose exp is not 0 (a subnormal) to the largest whose exp is finite: n
+  // runs from -150 to 128 there, and 2^n outside the normal exponents is 2^-126 or 2^127 times a
+  // second power of two.
+  Expr c = clamp(x, -104.0f, 88.72283f);
   Expr n = floor_small(c * 1.44269504088896341f + 0.5f);
   Expr r = c - n * 0.693359375f + n * 2.12194440e-4f;
   Expr p = 1.9875691500e-4f;
   for (float a : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = p * r + a;
   p = p * r * r + r + 1.0f;
-  Expr scale = reinterpret(Float(32), (cast(Int(32), n) + 127) << 23);
-  return select(nan_bits(x), x, x > 88.72283f, inf, x < -87.33654f, Expr(0.0f), p * scale);
+  Expr ni = cast(Int(32), n);
+  auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
+  Expr scale = power_of_two(clamp(ni, -126, 127));
+  Expr rest = select(ni > 127, Expr(2.0f), ni < -126, power_of_two(max(ni, -150) + 126), Expr(1.0f));
+  return select(nan_bits(x), x, x > 88.72283f, inf, x < -103.972084f, Expr(0.0f), p * scale * rest);
 }
 Expr vector_log(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
@@ -197,9 +208,6 @@ struct Lowering {
     return to_value(inputs[r](index), k.reads[r].node->dtype);
   }
 
-  // The value of kernel node `i` at `coords` (one of a few coordinate sets: the domain's, or a
-  // reduction's output coordinates for its epilogue), memoized per set so that Halide
-  // expressions share their common subtrees.
   // A value stored per row: element `index` of `f`'s Tuple, or all of `f` (index -1).
   struct Stored {
     Func f;
@@ -216,6 +224,10 @@ struct Lowering {
   // loops over a row's elements would compute them again at every vector), at `row_vars`.
   std::map<int, Func> row_values;
   std::vector<Var> row_vars;
+
+  // The value of kernel node `i` at `c.coords` (one of a few coordinate sets: the domain's, or a
+  // reduction's output coordinates for its epilogue), memoized per set so that Halide
+  // expressions share their common subtrees.
 
   Expr value(int i, Context& c) {
     if (k.nodes[i].per_row && c.rows) {
@@ -413,7 +425,7 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
 // elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
 // Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
 struct Accumulator {
-  Func acc{"acc"}, partial{"partial"};
+  Func acc, partial;
   RDom rows;  // the reduced dims, when not in lanes
   bool lanes = false;
   std::vector<int> reduces;
@@ -424,10 +436,10 @@ struct Accumulator {
   }
 
   // `element_context(coords)` gives the context in which the reduced values are evaluated at the
-  // domain coordinates `coords`.
+  // domain coordinates `coords`; `phase` names the Funcs (acc1, partial1, ...).
   Accumulator(Lowering& L, std::vector<int> reducing, const std::vector<Var>& vars,
-              const std::function<Lowering::Context(std::vector<Expr>)>& element_context)
-      : reduces(std::move(reducing)) {
+              const std::function<Lowering::Context(std::vector<Expr>)>& element_context, int phase = 1)
+      : acc("acc" + std::to_string(phase)), partial("partial" + std::to_string(phase)), reduces(std::move(reducing)) {
     const fusion::Kernel& k = L.k;
     const size_t rank = k.domain.size(), n = reduces.size();
     const int vec = kernel_target().natural_vector_size(Float(32));
@@ -726,7 +738,7 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
     std::vector<int> reducing;
     for (int j : k.reduces)
       if (phase[j] == p) reducing.push_back(j);
-    accumulators.emplace_back(L, reducing, kept, element_context);
+    accumulators.emplace_back(L, reducing, kept, element_context, p);
     std::vector<Expr> at(kept.begin(), kept.end());
     for (size_t j = 0; j < reducing.size(); ++j) rows.reduced[reducing[j]] = accumulators.back().at(j, at);
   }
