@@ -763,27 +763,21 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   // Per-row outputs are written in the same loop (compute_with), not in a loop of their own that
   // would reduce every row again.
   Func main = per_element.empty() ? out_rows : out_elements;
+  auto once_per_row = [&](Func f) {  // one row only (its kept dims coalesced away): at the root
+    if (kept.empty())
+      f.compute_root();
+    else
+      f.compute_at(main, kept.front());
+  };
   if (!per_element.empty()) out_elements.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   for (Func& f : stored_funcs) {
-    if (kept.empty())
-      f.compute_root();
-    else
-      f.compute_at(main, kept.front());
+    once_per_row(f);
     f.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   }
-  for (auto& [i, f] : L.row_values) {
-    if (kept.empty())
-      f.compute_root();
-    else
-      f.compute_at(main, kept.front());
-  }
+  for (auto& [i, f] : L.row_values) once_per_row(f);
   for (auto& A : accumulators) {
-    if (kept.empty()) {
-      A.acc.compute_root();
-      if (A.lanes) A.partial.compute_root();
-    } else {
-      A.compute_at(main, kept.front());
-    }
+    once_per_row(A.acc);
+    if (A.lanes) once_per_row(A.partial);
   }
   std::vector<Func> outputs;
   if (!per_element.empty()) outputs.push_back(out_elements);
