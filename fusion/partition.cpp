@@ -193,20 +193,22 @@ class Partitioner {
         if (int j = pending(in.node.get()); j >= 0 && !is_const(*in.node)) latest = std::max(latest, kernel_of_[j]);
       int join = -1;
       bool per_row = is_reduction(nd);
-      auto reads_in_place = [&](int p) {
+      // Whether every read of group p's members (constants aside) is `fitting(operand, member)`.
+      auto reads_members = [&](int p, auto fitting) {
         for (const auto& in : nd.inputs)
-          if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) && !identity_view(in))
+          if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) && !fitting(in, j))
             return false;
         return true;
+      };
+      auto reads_in_place = [&](int p) {
+        return reads_members(p, [](const ir::Operand& in, int) { return identity_view(in); });
       };
       // Over a row kernel's domain: its per-element values read in place, its per-row ones
       // broadcast along the rows.
       auto reads_in_row = [&](int p) {
-        for (const auto& in : nd.inputs)
-          if (int j = pending(in.node.get()); j >= 0 && kernel_of_[j] == p && !is_const(*in.node) &&
-                                              !(per_row_[j] ? row_broadcast(in, protos_[p]) : identity_view(in)))
-            return false;
-        return true;
+        return reads_members(p, [&](const ir::Operand& in, int j) {
+          return per_row_[j] ? row_broadcast(in, protos_[p]) : identity_view(in);
+        });
       };
       if (is_pointwise(nd)) {
         if (latest >= 0 && protos_[latest].kind == Kernel::Kind::Reduction && protos_[latest].out_shape == nd.shape &&

@@ -272,6 +272,15 @@ std::vector<Var> make_vars(size_t rank) {
   return vars;
 }
 
+// Defines f at lhs as one value, or as a Tuple of several (a pipeline writing several outputs, or
+// accumulating several reductions, in one loop).
+void define(Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& values) {
+  if (values.size() == 1)
+    f(lhs) = values[0];
+  else
+    f(lhs) = Tuple(values);
+}
+
 // Below this many elements a kernel runs on the calling thread: waking the pool costs more.
 constexpr int kSerialBelow = 1 << 16;
 
@@ -357,10 +366,7 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
     std::vector<Expr> outs;
     for (int o : group) outs.push_back(to_storage(L.value(o, ctx), k.nodes[o].node->dtype));
     Func f("out");
-    if (outs.size() == 1)
-      f(lhs) = outs[0];
-    else
-      f(lhs) = Tuple(outs);
+    define(f, lhs, outs);
     funcs.push_back(f);
   }
   const int vec = kernel_target().natural_vector_size(Float(32));
@@ -481,12 +487,6 @@ struct Accumulator {
     };
     std::vector<Expr> inits;
     for (int j : reduces) inits.push_back(initial(*k.nodes[j].node));
-    auto define_init = [&](Func& f, const std::vector<Var>& pure) {
-      if (n == 1)
-        f(pure) = inits[0];
-      else
-        f(pure) = Tuple(inits);
-    };
     auto define_update = [&](Func& f, const std::vector<Expr>& at, const std::vector<Expr>& x) {
       std::vector<Expr> ups;
       for (size_t j = 0; j < n; ++j)
@@ -496,11 +496,11 @@ struct Accumulator {
       else
         f(at) = Tuple(ups);
     };
-    define_init(acc, vars);
+    define(acc, vars, inits);
     if (lanes) {
       std::vector<Var> p_lhs{u};
       p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
-      define_init(partial, p_lhs);
+      define(partial, p_lhs, inits);
       RDom r = reduced_domain(Range(0, inner_extent / vec));
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()), values_at(r, r[0] * vec + u));
       RDom lane(0, vec);
@@ -517,12 +517,6 @@ struct Accumulator {
       rows = reduced_domain(Range(0, inner_extent));
       define_update(acc, lhs, values_at(rows, Expr()));
     }
-  }
-
-  // Computes the accumulators once per iteration of `loop` of `f`.
-  void compute_at(Func f, const Var& loop) {
-    acc.compute_at(f, loop);
-    if (lanes) partial.compute_at(f, loop);
   }
 };
 
@@ -551,15 +545,12 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   std::vector<Expr> outs;
   for (int o : k.outputs) outs.push_back(to_storage(L.value(o, epilogue), k.nodes[o].node->dtype));
   Func out("out");
-  if (outs.size() == 1)
-    out(lhs) = outs[0];
-  else
-    out(lhs) = Tuple(outs);
+  define(out, lhs, outs);
 
   // Schedule: parallel over the outermost kept dim; rows in lanes (above), or else the innermost
   // kept dim in vectors when it is not reduced. (Vectorizing a kept dim outside a reduced one
   // means gathers, as its stride is an argument: measured slower than scalar loops on pooling.)
-  if (A.lanes && !vars.empty()) A.compute_at(out, vars.back());
+  if (A.lanes && !vars.empty()) A.partial.compute_at(out, vars.back());
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
   // Floating-point ones only: bool reductions crashed with SIGILL under this schedule.
@@ -665,9 +656,9 @@ struct SharedValues {
   // Defines the stored values among `nodes` in Funcs over `vars`, one per depth, each reading only
   // earlier ones (through `stored`, which gains them; `context` evaluates them). Returns the
   // Funcs, to be scheduled.
-  std::vector<Func> define(Lowering& L, const std::vector<int>& nodes, const std::vector<Var>& vars,
-                           const std::function<Lowering::Context()>& context,
-                           std::map<int, Lowering::Stored>& stored) const {
+  std::vector<Func> define_stored(Lowering& L, const std::vector<int>& nodes, const std::vector<Var>& vars,
+                                  const std::function<Lowering::Context()>& context,
+                                  std::map<int, Lowering::Stored>& stored) const {
     std::vector<Func> funcs;
     for (int d = 0;; ++d) {
       std::vector<int> group;
@@ -682,10 +673,7 @@ struct SharedValues {
         std::vector<Expr> values;
         for (int i : group) values.push_back(L.value(i, def));
         Func f("stored" + std::to_string(group[0]));
-        if (values.size() == 1)
-          f(vars) = values[0];
-        else
-          f(vars) = Tuple(values);
+        define(f, vars, values);
         for (size_t g = 0; g < group.size(); ++g)
           stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
         funcs.push_back(f);
@@ -731,7 +719,7 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
     std::vector<int> ready;
     for (size_t i = 0; i < k.nodes.size(); ++i)
       if (phase[i] == p - 1) ready.push_back(int(i));
-    auto funcs = shared.define(
+    auto funcs = shared.define_stored(
         L, ready, vars, [&] { return element_context(coords); }, stored);
     stored_funcs.insert(stored_funcs.end(), funcs.begin(), funcs.end());
     if (p > phases) break;
@@ -749,12 +737,6 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
     Expr e = to_storage(L.value(o, k.nodes[o].per_row ? rows : elements), k.nodes[o].node->dtype);
     (k.nodes[o].per_row ? per_row : per_element).push_back(e);
   }
-  auto define = [](Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& values) {
-    if (values.size() == 1)
-      f(lhs) = values[0];
-    else
-      f(lhs) = Tuple(values);
-  };
   Func out_elements("out"), out_rows("out_rows");
   if (!per_element.empty()) define(out_elements, vars, per_element);
   if (!per_row.empty()) define(out_rows, kept, per_row);
