@@ -65,30 +65,29 @@ bool is_float(const Expr& e) { return e.type().is_float(); }
 // Float32 exp, log and tanh that vectorize: Halide's own exp/log/tanh call scalar libm through its
 // runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
 // Under strict_float, Halide's is_nan and floor are runtime calls too: NaN is tested on the bits,
-// and floor is done with integers.
+// and rounding is done by adding a bias (vector_exp).
 Expr nan_bits(Expr x) { return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000; }
-Expr floor_small(Expr x) {  // |x| < 2^31
-  Expr t = cast(Float(32), cast(Int(32), x));
-  return select(x < t, t - 1.0f, t);
-}
 Expr vector_exp(Expr x) {
-  const Expr inf = Expr(std::numeric_limits<float>::infinity());
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
-  // From the smallest x whose exp is not 0 (a subnormal) to the largest whose exp is finite: n
-  // runs from -150 to 128 there, and 2^n outside the normal exponents is 2^-126 or 2^127 times a
-  // second power of two.
-  Expr c = clamp(x, -104.0f, 88.72283f);
-  Expr n = floor_small(c * 1.44269504088896341f + 0.5f);
+  // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
+  // is finite, n runs from -150 to 128, and 2^n is two factors 2^(n/2), each a normal number:
+  // the results that underflow to subnormals are rounded once, and those past the float range
+  // overflow to inf, with no case of their own. NaN is the one special value tested.
+  Expr c = clamp(x, -104.0f, 89.0f);
+  // n by adding 1.5 * 2^23: the sum's units are integers, rounded to nearest, and its low
+  // mantissa bits hold n.
+  const float round_bias = 12582912.0f;
+  Expr biased = c * 1.44269504088896341f + round_bias;
+  Expr n = biased - round_bias;
+  Expr ni = reinterpret(Int(32), biased) - reinterpret(Int(32), Expr(round_bias));
   Expr r = c - n * 0.693359375f + n * 2.12194440e-4f;
   Expr p = 1.9875691500e-4f;
   for (float a : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = p * r + a;
   p = p * r * r + r + 1.0f;
-  Expr ni = cast(Int(32), n);
   auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
-  Expr scale = power_of_two(clamp(ni, -126, 127));
-  Expr rest = select(ni > 127, Expr(2.0f), ni < -126, power_of_two(max(ni, -150) + 126), Expr(1.0f));
-  return select(nan_bits(x), x, x > 88.72283f, inf, x < -103.972084f, Expr(0.0f), p * scale * rest);
+  Expr half = ni >> 1;
+  return select(nan_bits(x), x, p * power_of_two(half) * power_of_two(ni - half));
 }
 Expr vector_log(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
@@ -434,6 +433,7 @@ struct Accumulator {
   Func acc, partial;
   RDom rows;  // the reduced dims, when not in lanes
   bool lanes = false;
+  RDom vectors;  // in lanes: the update of `partial`, one vector of the innermost dim per step
   std::vector<int> reduces;
 
   // The value of reduction `j` (the j-th of `reduces`) at the kept coordinates.
@@ -513,6 +513,7 @@ struct Accumulator {
       define_update(acc, lhs, values_at(tail, tail[0]));
       partial.vectorize(u);
       partial.update().vectorize(u);
+      vectors = r;
     } else {
       rows = reduced_domain(Range(0, inner_extent));
       define_update(acc, lhs, values_at(rows, Expr()));
@@ -683,6 +684,33 @@ struct SharedValues {
   }
 };
 
+// The reads that the prologues of `reducing` take along the rows (per element, not per row),
+// values stored per row (`stored`) aside.
+std::vector<int> streamed_reads(const fusion::Kernel& k, const std::vector<int>& reducing,
+                                const std::vector<bool>& stored) {
+  std::vector<int> reads;
+  std::vector<bool> seen(k.nodes.size(), false);
+  std::vector<int> stack(reducing);
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    for (int a : k.nodes[size_t(i)].args) {
+      if (!fusion::is_read(a)) {
+        if (!k.nodes[size_t(a)].per_row && !stored[size_t(a)] && !seen[size_t(a)]) {
+          seen[size_t(a)] = true;
+          stack.push_back(a);
+        }
+        continue;
+      }
+      const int r = fusion::read_index(a);
+      if (stride_class(k.reads[size_t(r)].strides.back()) != '0' &&
+          std::find(reads.begin(), reads.end(), r) == reads.end())
+        reads.push_back(r);
+    }
+  }
+  return reads;
+}
+
 // A row kernel (Kernel::row_kernel): one loop over rows; per row, each phase's accumulators in
 // turn, then the row's per-element and per-row outputs, while the row is in cache. Values used in
 // more than one place (a prologue and an output, or two outputs: Halide computes each output's
@@ -727,6 +755,13 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
     for (int j : k.reduces)
       if (phase[j] == p) reducing.push_back(j);
     accumulators.emplace_back(L, reducing, kept, element_context, p);
+    // A row is read from memory in the first phase; the phases after it compute from cache and
+    // leave memory idle. So the first phase fetches the next row too, a vector ahead per vector
+    // (one row ahead when rows are contiguous), and the next row's first phase finds it in cache.
+    if (Accumulator& A = accumulators.back(); p == 1 && A.lanes)
+      for (int r : streamed_reads(k, reducing, shared.store))
+        A.partial.update().prefetch(L.inputs[size_t(r)], A.vectors[0], A.vectors[0], L.extents[rank - 1] / vec,
+                                    PrefetchBoundStrategy::NonFaulting);
     std::vector<Expr> at(kept.begin(), kept.end());
     for (size_t j = 0; j < reducing.size(); ++j) rows.reduced[reducing[j]] = accumulators.back().at(j, at);
   }
