@@ -85,7 +85,7 @@ int64_t check_class_target(const Tensor& input, const Tensor& target, int64_t ig
   expected.erase(expected.begin() + class_dim);
   KILN_CHECK(target.sizes() == IntArrayRef(expected), op, ": expected a target of shape ", expected, " for input ",
              shape_str(input), ", got ", shape_str(target));
-  // A target already computed is checked now; a pending one when it is computed (class_terms).
+  // A target already computed is checked now; a pending one when it is computed (class_targets).
   const int64_t classes = input.size(class_dim);
   if (is_computed(target))
     for (int64_t t : target.to_vector<int64_t>())
@@ -109,48 +109,78 @@ Tensor weight_along_classes(const Tensor& weight, const Tensor& input, int64_t c
   return weight.reshape(s);
 }
 
-// The per-element pieces class-index losses share: -log p[target] times the target's class
-// weight (zero where the target is ignored), and that weight. log p = (scores - shift) - log_sum:
-// nll_loss's input is log p already (no shift, no log_sum); cross_entropy's is the logits,
-// normalized by the parts of their log-sum-exp, so that log p itself never needs to exist.
-struct ClassTerms {
-  Tensor ignored;        // bool, target's shape
-  Tensor target_weight;  // input's dtype, target's shape
-  Tensor nll;            // unreduced, target's shape
+// The sum of all elements, of shape [1, ..., 1]: the shape of the reduction in the IR, so that
+// values computed from it (a mean's gradient) can be computed with it.
+Tensor sum_keeping_dims(const Tensor& x) {
+  std::vector<int64_t> dims(size_t(x.dim()));
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
+  return x.sum(dims, /*keepdim=*/true);
+}
+
+// What class-index losses take from their targets, traced before anything reads the scores (see
+// class_nll). Per-target values keep the class dim (size 1), the shape of the row reductions over
+// the classes, so that the backward's per-target factors are computed with those reductions.
+struct ClassTargets {
+  int64_t class_dim = 0;
+  Tensor ignored;        // bool, the target's shape with the class dim
+  Tensor one_hot;        // bool, the scores' shape: the target's class
+  Tensor target_weight;  // the scores' dtype, as `ignored`: the class weight, zero where ignored
+  Tensor total_weight;   // the sum of target_weight, for a mean (sum_keeping_dims)
 };
 
-ClassTerms class_terms(const Tensor& scores, const Tensor& shift, const Tensor& log_sum, const Tensor& target,
-                       const Tensor& weight, int64_t ignore_index, int64_t class_dim) {
-  ClassTerms terms;
-  terms.ignored = target == ignore_index;
+ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                           int64_t class_dim, Reduce r) {
+  ClassTargets t;
+  t.class_dim = class_dim;
+  Tensor target_k = target.unsqueeze(class_dim);
+  t.ignored = target_k == ignore_index;
   const int64_t classes = scores.size(class_dim);
   // Ignored targets read class 0 (any valid index) and are then weighted by zero.
-  Tensor safe_target = where(terms.ignored, Scalar(0), target);
+  Tensor safe_target = where(t.ignored, Scalar(0), target_k);
   Tensor class_indices = arange(classes, TensorOptions(kLong));
   // A target still pending is read through the class indices (an identity map), so that a class
   // out of range fails when it is computed, as check_class_target fails at once on a computed one.
   if (!is_computed(target))
-    safe_target = class_indices.index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
-  // scores[target] as a sum over the classes of a one-hot `where`, not a gather: it fuses into
-  // the kernels that read the scores' rows anyway (a gather is a kernel boundary that would write
-  // log_softmax's output to memory), and its gradient is the one-hot `where` again, elementwise,
-  // where a gather's is a scatter into a tensor of zeros. The sum adds one value to zeros: exact.
+    safe_target = class_indices.index_select(0, safe_target.reshape({-1})).reshape(target_k.sizes());
+  t.target_weight = logical_not(t.ignored).to(scores.dtype());
+  if (weight.defined())
+    t.target_weight = t.target_weight *
+                      weight.to(scores.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target_k.sizes());
+  // The mean's denominator depends on the targets alone: computed first, it is ready before the
+  // pass over the scores, which can then write the gradient too (the gradient is scaled by it).
+  if (r == Reduce::Mean) t.total_weight = sum_keeping_dims(t.target_weight);
   Shape along_classes(scores.dim(), 1);
   along_classes[class_dim] = classes;
-  Tensor one_hot = class_indices.reshape(along_classes) == safe_target.unsqueeze(class_dim);
-  Tensor picked = where(one_hot, scores, Scalar(0)).sum(class_dim);
-  if (shift.defined()) picked = (picked - shift) - log_sum;
-  terms.target_weight = logical_not(terms.ignored).to(scores.dtype());
-  if (weight.defined())
-    terms.target_weight = terms.target_weight *
-                          weight.to(scores.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target.sizes());
-  terms.nll = -(picked * terms.target_weight);
-  return terms;
+  t.one_hot = class_indices.reshape(along_classes) == safe_target;
+  return t;
 }
 
-// "mean" of a class-index loss divides by the total weight of the targets not ignored.
-Tensor reduce_by_weight(const Tensor& loss, Reduce r, const Tensor& target_weight) {
-  return r == Reduce::Mean ? loss.sum() / target_weight.sum() : reduce(loss, r);
+// scores[target], per target (class dim kept): a sum over the classes of a one-hot `where`, not a
+// gather. It fuses into the kernels that read the scores' rows anyway (a gather is a kernel
+// boundary that would write log_softmax's output to memory), and its gradient is the one-hot
+// `where` again, elementwise, where a gather's is a scatter into a tensor of zeros. The sum adds
+// one value to zeros: exact. Traced before the other passes over the rows (log_sum_exp), so that
+// they join its kernel (see fusion/plan.cpp).
+Tensor picked_scores(const Tensor& scores, const ClassTargets& t) {
+  return where(t.one_hot, scores, Scalar(0)).sum({t.class_dim}, /*keepdim=*/true);
+}
+
+// -log p[target] times the target's weight, where log p[target] = (picked - shift) - log_sum
+// (nll_loss's scores are log p already: no shift, no log_sum).
+Tensor class_nll(Tensor picked, const Tensor& shift, const Tensor& log_sum, const ClassTargets& t) {
+  if (shift.defined()) picked = (picked - shift) - log_sum;
+  return -(picked * t.target_weight);
+}
+
+// "mean" of a class-index loss divides by the total weight of the targets not ignored; "none"
+// has the target's shape.
+Tensor reduce_by_weight(const Tensor& loss, Reduce r, const ClassTargets& t) {
+  switch (r) {
+    case Reduce::Mean: return (sum_keeping_dims(loss) / t.total_weight).reshape({});
+    case Reduce::Sum: return loss.sum();
+    case Reduce::None: break;
+  }
+  return loss.squeeze(t.class_dim);
 }
 
 Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, const Tensor& weight, Reduce r,
@@ -194,8 +224,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const Reduce r = parse_reduction(reduction, "nll_loss");
   const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
   check_class_weight(weight, log_probs, class_dim, "nll_loss");
-  ClassTerms terms = class_terms(log_probs, Tensor(), Tensor(), target, weight, ignore_index, class_dim);
-  Tensor loss = reduce_by_weight(terms.nll, r, terms.target_weight);
+  ClassTargets targets = class_targets(log_probs, target, weight, ignore_index, class_dim, r);
+  Tensor loss = reduce_by_weight(class_nll(picked_scores(log_probs, targets), Tensor(), Tensor(), targets), r, targets);
   return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
 }
 
@@ -212,20 +242,20 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
     return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
   const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
   check_class_weight(weight, logits, class_dim, op);
-  // log p = (logits - max) - log_sum: the picked logits and the row maxima are one pass over the
-  // logits, the sum of exponentials a second, and the gradient a third.
+  // log p = (logits - max) - log_sum: the picked logits and the row maxima, the sum of
+  // exponentials and the gradient are passes over each row of logits, in one kernel.
+  ClassTargets targets = class_targets(logits, target, weight, ignore_index, class_dim, r);
+  Tensor picked = picked_scores(logits, targets);
   auto [max, log_sum] = detail::log_sum_exp(logits, {class_dim});
-  ClassTerms terms = class_terms(logits, max.squeeze(class_dim), log_sum.squeeze(class_dim), target, weight,
-                                 ignore_index, class_dim);
-  Tensor nll = reduce_by_weight(terms.nll, r, terms.target_weight);
+  Tensor nll = reduce_by_weight(class_nll(picked, max, log_sum, targets), r, targets);
   if (label_smoothing == 0) return logits.dim() <= 2 ? named(nll, "NllLossBackward0", {logits}) : nll;
   Tensor log_probs = (logits - max) - log_sum;
   // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
   Tensor all_classes = weight.defined()
                            ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)
                            : log_probs;
-  Tensor smooth = (-all_classes.sum({class_dim})).masked_fill(terms.ignored, 0.0);
-  Tensor smooth_reduced = reduce_by_weight(smooth, r, terms.target_weight);
+  Tensor smooth = (-all_classes.sum({class_dim}, /*keepdim=*/true)).masked_fill(targets.ignored, 0.0);
+  Tensor smooth_reduced = reduce_by_weight(smooth, r, targets);
   const double classes = double(logits.size(class_dim));
   return nll * (1 - label_smoothing) + smooth_reduced * (label_smoothing / classes);
 }

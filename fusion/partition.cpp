@@ -219,13 +219,22 @@ class Partitioner {
           join = latest;  // per element of a row kernel
         } else {
           // The earliest eligible group: it keeps later reductions free to share a pass.
-          for (int p = std::max({latest, 0, int(protos_.size()) - 8}); p < int(protos_.size()); ++p) {
+          const int first = std::max({latest, 0, int(protos_.size()) - 8});
+          for (int p = first; p < int(protos_.size()); ++p) {
             if (protos_[p].kind != Kernel::Kind::Pointwise || protos_[p].domain != nd.shape) continue;
             if (reads_in_place(p)) {
               join = p;
               break;
             }
           }
+          // Else a later reduction's epilogue, over the same rows: a per-row value that is ready
+          // before that reduction runs (a loss's gradient scaled by its count of targets) is then
+          // at hand where the reduction's consumers per element are computed.
+          for (int p = std::max(first, latest + 1); join < 0 && !is_const(nd) && p < int(protos_.size()); ++p)
+            if (protos_[p].kind == Kernel::Kind::Reduction && protos_[p].out_shape == nd.shape) {
+              join = p;
+              per_row = true;
+            }
         }
       }
       if (is_reduction(nd)) {

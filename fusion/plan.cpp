@@ -1,5 +1,7 @@
 #include "fusion/plan.h"
 
+#include <algorithm>
+
 namespace kiln::fusion {
 
 uint64_t begin_pass() {
@@ -34,6 +36,16 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
       stack.pop_back();
     }
   }
+  // In the order the program traced them (a topological order too): the partitioner groups
+  // steps in this order, and a value traced early (a loss's count of targets) is then ready
+  // before the passes traced after it, which can compute its readers. The DFS's order follows
+  // the roots and operands instead. Leaves (constants) come first, in the DFS's order: a
+  // constant may be a node made by an earlier step of the program and reused, and the order,
+  // hashed with the plan's structure, must not depend on that.
+  auto order = [](const Step& s) { return s.node->inputs.empty() ? 0 : s.node->seq; };
+  auto traced_earlier = [&](const Step& a, const Step& b) { return order(a) < order(b); };
+  if (!std::is_sorted(plan.steps.begin(), plan.steps.end(), traced_earlier))
+    std::stable_sort(plan.steps.begin(), plan.steps.end(), traced_earlier);
   for (const auto& r : roots) r->pass_value = 1;
   for (auto& step : plan.steps) step.is_root = step.node->pass_value == 1;
   return plan;

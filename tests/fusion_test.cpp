@@ -284,6 +284,39 @@ TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
     EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
 }
 
+// Cross-entropy with a mean over its targets, forward and backward, reads the logits in one row
+// kernel: their maxima, the picked logits, the sums of exponentials and the gradient, per row.
+// The targets' weights and their sum come first (traced before the logits' passes: see
+// fusion::make_plan), then that kernel, then the loss's sum: four launches.
+TEST(Fusion, CrossEntropyForwardAndBackwardIsOnePassOverTheLogits) {
+  HalideBackend halide;  // counts compiled launches; run() switches to the interpreter and back
+  auto run = [](const std::string& backend, kiln::Stats* stats) {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = backend;
+    torch::manual_seed(6);
+    auto logits = (torch::randn({96, 1000}) * 3).requires_grad_();
+    auto target = torch::randint(0, 1000, {96});
+    target.narrow(0, 5, 3).fill_(-100);  // ignored
+    kiln::sync();
+    torch::Tensor loss;
+    *stats = count([&] {
+      loss = torch::nn::functional::cross_entropy(logits, target);
+      loss.backward();
+    });
+    std::vector<float> out = loss.reshape({1}).to_vector<float>();
+    auto g = logits.grad().to_vector<float>();
+    out.insert(out.end(), g.begin(), g.end());
+    kiln::config().backend = saved;
+    return out;
+  };
+  kiln::Stats fused_stats, unused;
+  const auto fused = run("halide", &fused_stats), reference = run("interp", &unused);
+  EXPECT_EQ(fused_stats.kernel_launches, 4);
+  ASSERT_EQ(fused.size(), reference.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+}
+
 // A flush of a structure seen before reuses its partition (fusion/partition_cache.h) with this
 // flush's nodes and constants: a new scalar changes the result, not the plan; a new shape or a
 // constant that simplifies away (x * 1) makes a new one.

@@ -47,6 +47,7 @@ struct Node {
   std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
   double scalar = 0;            // Const's value
   BufferPtr result;             // set once computed
+  uint64_t seq = 0;             // order of recording (tracer::record): see fusion::make_plan
 
   // Scratch for the pass over a plan now running (fusion/): a pass stamps the nodes it touches
   // with its own number (fusion::begin_pass), so a stamp left by an earlier pass reads as unset
