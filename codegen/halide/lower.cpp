@@ -790,6 +790,8 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   for (Func& f : stored_funcs) {
     once_per_row(f);
     f.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+    // A row (at most kMaxRowElements) on the stack: on the heap it was a malloc and free per row.
+    f.store_in(MemoryType::Stack);
   }
   for (auto& [i, f] : L.row_values) once_per_row(f);
   for (auto& A : accumulators) {
