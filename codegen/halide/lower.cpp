@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <numeric>
 
 #include "codegen/halide/arguments.h"
 #include "runtime/disk_cache.h"
@@ -295,6 +296,9 @@ void vectorize_rows(Stage s, const Var& x, Expr row, int vec) {
   for (int w = vec; w >= 4; w /= 2) s.specialize(row >= w).vectorize(x, w, TailStrategy::ShiftInwards);
 }
 
+// A one-dimensional pointwise kernel's loop over vectors (schedule_pointwise).
+Var vector_loop() { return Var("xv"); }
+
 void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elements, Expr row) {
   if (vars.size() >= 2) {
     vectorize_rows(f.specialize(elements < kSerialBelow), vars[0], row, vec);
@@ -302,13 +306,18 @@ void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elem
     vectorize_rows(f, vars[0], row, vec);
     return;
   }
-  f.specialize(elements < kSerialBelow).vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  // Both branches loop over vectors in `vector_loop()`, where shared values are computed.
+  Var lane("lane");
+  f.specialize(elements < kSerialBelow)
+      .split(vars[0], vector_loop(), lane, vec, TailStrategy::GuardWithIf)
+      .vectorize(lane);
   // The kernel has at least kSerialBelow elements here, so shifting the last chunk and vector
   // inwards stays in bounds; a guarded tail costs masked loads in every vector.
   Var outer("xo"), inner("xi");
   f.split(vars[0], outer, inner, 1 << 14, TailStrategy::ShiftInwards)
       .parallel(outer)
-      .vectorize(inner, vec, TailStrategy::ShiftInwards);
+      .split(inner, vector_loop(), lane, vec, TailStrategy::ShiftInwards)
+      .vectorize(lane);
 }
 
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
@@ -324,6 +333,95 @@ void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_ex
       .reorder(xi, vars[0], xo)
       .vectorize(xi);
 }
+
+// What computing a value again costs, in operations: transcendental functions are a few dozen.
+int op_cost(Op op) {
+  switch (op) {
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Erf:
+    case Op::Tanh:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Pow: return 20;
+    default: return 1;
+  }
+}
+// A value used in more than one place whose recomputation costs more than this is stored per row.
+constexpr int kStoreAbove = 4;
+
+// Per-element values of a row kernel that several roots compute from (outputs, reductions):
+// Halide computes each root's expression on its own, so a value shared by two is computed twice
+// unless it is stored. Stored are those reached from two roots or more that cost more than
+// kStoreAbove to compute again from what is read or stored. Stored values that do not read one
+// another are computed in one loop (a Tuple), so that independent transcendental functions
+// interleave rather than each being a loop-long chain of dependent operations: `depth` counts the
+// stored values a value is computed from, in sequence.
+struct SharedValues {
+  std::vector<bool> store;
+  std::vector<int> depth;
+
+  SharedValues(const fusion::Kernel& k, const std::vector<int>& roots)
+      : store(k.nodes.size(), false), depth(k.nodes.size(), 0) {
+    std::vector<int> reached(k.nodes.size(), 0), cost(k.nodes.size(), 0);
+    for (int root : roots) {
+      std::vector<bool> seen(k.nodes.size(), false);
+      std::vector<int> stack{root};
+      while (!stack.empty()) {
+        const int i = stack.back();
+        stack.pop_back();
+        for (int a : k.nodes[i].args)
+          if (!fusion::is_read(a) && !k.nodes[a].per_row && !seen[a]) {
+            seen[a] = true;
+            ++reached[a];
+            stack.push_back(a);
+          }
+      }
+      if (!k.nodes[root].per_row) ++reached[root];
+    }
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const ir::Node& n = *k.nodes[i].node;
+      if (k.nodes[i].per_row || n.op == Op::Const) continue;
+      cost[i] = op_cost(n.op);
+      for (int a : k.nodes[i].args) {
+        if (fusion::is_read(a)) continue;
+        if (!store[a]) cost[i] += cost[a];
+        depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
+      }
+      store[i] = reached[i] >= 2 && cost[i] > kStoreAbove;
+    }
+  }
+
+  // Defines the stored values among `nodes` in Funcs over `vars`, one per depth, each reading only
+  // earlier ones (through `stored`, which gains them; `context` evaluates them). Returns the
+  // Funcs, to be scheduled.
+  std::vector<Func> define_stored(Lowering& L, const std::vector<int>& nodes, const std::vector<Var>& vars,
+                                  const std::function<Lowering::Context()>& context,
+                                  std::map<int, Lowering::Stored>& stored) const {
+    std::vector<Func> funcs;
+    for (int d = 0;; ++d) {
+      std::vector<int> group;
+      bool deeper = false;
+      for (int i : nodes) {
+        if (!store[size_t(i)]) continue;
+        if (depth[size_t(i)] == d) group.push_back(i);
+        deeper |= depth[size_t(i)] > d;
+      }
+      if (!group.empty()) {
+        Lowering::Context def = context();
+        std::vector<Expr> values;
+        for (int i : group) values.push_back(L.value(i, def));
+        Func f("stored" + std::to_string(group[0]));
+        define(f, vars, values);
+        for (size_t g = 0; g < group.size(); ++g)
+          stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
+        funcs.push_back(f);
+      }
+      if (!deeper) return funcs;
+    }
+  }
+};
 
 // The kernel's outputs in groups that share no computation. Independent computations merged into
 // one kernel (an optimizer step over many parameters) each get their own loop, so that a loop
@@ -359,9 +457,25 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   std::vector<Expr> coords(k.domain.size());
   for (size_t d = 0; d < coords.size(); ++d) coords[d] = vars[coords.size() - 1 - d];
   std::vector<Var> lhs(vars.begin(), vars.end());
-  Lowering::Context ctx{coords, {}, {}};
+  const auto groups = independent_output_groups(k);
+  // Values that two outputs share (GELU's erf, for its value and its gradient) are computed once
+  // per vector, into registers, in the loop that writes the outputs.
+  std::map<int, Lowering::Stored> stored;
+  std::vector<Func> stored_funcs;
+  if (groups.size() == 1 && !k.tiny_inner()) {
+    std::vector<int> nodes(k.nodes.size());
+    std::iota(nodes.begin(), nodes.end(), 0);
+    stored_funcs = SharedValues(k, groups[0])
+                       .define_stored(
+                           L, nodes, lhs,
+                           [&] {
+                             return Lowering::Context{coords, {}, {}, nullptr, &stored};
+                           },
+                           stored);
+  }
+  Lowering::Context ctx{coords, {}, {}, nullptr, &stored};
   std::vector<Func> funcs;  // one loop per group
-  for (const auto& group : independent_output_groups(k)) {
+  for (const auto& group : groups) {
     std::vector<Expr> outs;
     for (int o : group) outs.push_back(to_storage(L.value(o, ctx), k.nodes[o].node->dtype));
     Func f("out");
@@ -389,6 +503,9 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
         schedule_pointwise(f, vars, vec, product(L.extents), L.extents[k.domain.size() - 1]);
     }
   }
+  for (Func& f : stored_funcs)  // a rank-2 or more kernel loops over vectors in x0 (vectorize_rows)
+    f.compute_at(funcs[0], vars.size() == 1 ? vector_loop() : vars[0])
+        .vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   args = L.arguments;
   return Pipeline(funcs);
 }
@@ -594,95 +711,6 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   args = L.arguments;
   return Pipeline(out);
 }
-
-// What computing a value again costs, in operations: transcendental functions are a few dozen.
-int op_cost(Op op) {
-  switch (op) {
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Erf:
-    case Op::Tanh:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Pow: return 20;
-    default: return 1;
-  }
-}
-// A value used in more than one place whose recomputation costs more than this is stored per row.
-constexpr int kStoreAbove = 4;
-
-// Per-element values of a row kernel that several roots compute from (outputs, reductions):
-// Halide computes each root's expression on its own, so a value shared by two is computed twice
-// unless it is stored. Stored are those reached from two roots or more that cost more than
-// kStoreAbove to compute again from what is read or stored. Stored values that do not read one
-// another are computed in one loop (a Tuple), so that independent transcendental functions
-// interleave rather than each being a loop-long chain of dependent operations: `depth` counts the
-// stored values a value is computed from, in sequence.
-struct SharedValues {
-  std::vector<bool> store;
-  std::vector<int> depth;
-
-  SharedValues(const fusion::Kernel& k, const std::vector<int>& roots)
-      : store(k.nodes.size(), false), depth(k.nodes.size(), 0) {
-    std::vector<int> reached(k.nodes.size(), 0), cost(k.nodes.size(), 0);
-    for (int root : roots) {
-      std::vector<bool> seen(k.nodes.size(), false);
-      std::vector<int> stack{root};
-      while (!stack.empty()) {
-        const int i = stack.back();
-        stack.pop_back();
-        for (int a : k.nodes[i].args)
-          if (!fusion::is_read(a) && !k.nodes[a].per_row && !seen[a]) {
-            seen[a] = true;
-            ++reached[a];
-            stack.push_back(a);
-          }
-      }
-      if (!k.nodes[root].per_row) ++reached[root];
-    }
-    for (size_t i = 0; i < k.nodes.size(); ++i) {
-      const ir::Node& n = *k.nodes[i].node;
-      if (k.nodes[i].per_row || n.op == Op::Const) continue;
-      cost[i] = op_cost(n.op);
-      for (int a : k.nodes[i].args) {
-        if (fusion::is_read(a)) continue;
-        if (!store[a]) cost[i] += cost[a];
-        depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
-      }
-      store[i] = reached[i] >= 2 && cost[i] > kStoreAbove;
-    }
-  }
-
-  // Defines the stored values among `nodes` in Funcs over `vars`, one per depth, each reading only
-  // earlier ones (through `stored`, which gains them; `context` evaluates them). Returns the
-  // Funcs, to be scheduled.
-  std::vector<Func> define_stored(Lowering& L, const std::vector<int>& nodes, const std::vector<Var>& vars,
-                                  const std::function<Lowering::Context()>& context,
-                                  std::map<int, Lowering::Stored>& stored) const {
-    std::vector<Func> funcs;
-    for (int d = 0;; ++d) {
-      std::vector<int> group;
-      bool deeper = false;
-      for (int i : nodes) {
-        if (!store[size_t(i)]) continue;
-        if (depth[size_t(i)] == d) group.push_back(i);
-        deeper |= depth[size_t(i)] > d;
-      }
-      if (!group.empty()) {
-        Lowering::Context def = context();
-        std::vector<Expr> values;
-        for (int i : group) values.push_back(L.value(i, def));
-        Func f("stored" + std::to_string(group[0]));
-        define(f, vars, values);
-        for (size_t g = 0; g < group.size(); ++g)
-          stored.emplace(group[g], Lowering::Stored{f, group.size() == 1 ? -1 : int(g)});
-        funcs.push_back(f);
-      }
-      if (!deeper) return funcs;
-    }
-  }
-};
 
 // The reads that the prologues of `reducing` take along the rows (per element, not per row),
 // values stored per row (`stored`) aside.
