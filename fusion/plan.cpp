@@ -39,13 +39,23 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
   // In the order the program traced them (a topological order too): the partitioner groups
   // steps in this order, and a value traced early (a loss's count of targets) is then ready
   // before the passes traced after it, which can compute its readers. The DFS's order follows
-  // the roots and operands instead. Leaves (constants) come first, in the DFS's order: a
-  // constant may be a node made by an earlier step of the program and reused, and the order,
-  // hashed with the plan's structure, must not depend on that.
-  auto order = [](const Step& s) { return s.node->inputs.empty() ? 0 : s.node->seq; };
-  auto traced_earlier = [&](const Step& a, const Step& b) { return order(a) < order(b); };
-  if (!std::is_sorted(plan.steps.begin(), plan.steps.end(), traced_earlier))
-    std::stable_sort(plan.steps.begin(), plan.steps.end(), traced_earlier);
+  // the roots and operands instead. Leaves (constants) stay before their first reader where the
+  // DFS already has the other steps in order (a chain of ops: no sort per flush); else they come
+  // first, in the DFS's order. Their own numbers do not count: a constant may be a node that an
+  // earlier step of the program made and reused, and the order, hashed with the plan's
+  // structure, must not depend on that.
+  auto leaf = [](const Step& s) { return s.node->inputs.empty(); };
+  uint64_t last = 0;
+  bool in_order = true;
+  for (const Step& s : plan.steps) {
+    if (leaf(s)) continue;
+    in_order &= s.node->seq > last;
+    last = s.node->seq;
+  }
+  if (!in_order)
+    std::stable_sort(plan.steps.begin(), plan.steps.end(), [&](const Step& a, const Step& b) {
+      return (leaf(a) ? 0 : a.node->seq) < (leaf(b) ? 0 : b.node->seq);
+    });
   for (const auto& r : roots) r->pass_value = 1;
   for (auto& step : plan.steps) step.is_root = step.node->pass_value == 1;
   return plan;
