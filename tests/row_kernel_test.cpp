@@ -75,6 +75,20 @@ TEST(RowKernel, RowsOfEverySizeAndLayout) {
   });
 }
 
+// The longest rows a row kernel takes (fusion's kMaxRowElements): each stored per-row value is a
+// row on the stack (cross-entropy stores exp(x - max) for its sum and its gradient), and the
+// first phase prefetches the next row.
+TEST(RowKernel, LongestRowsWithValuesStoredPerRow) {
+  expect_matches_interpreter("cross-entropy and softmax over rows of 65536", [] {
+    auto logits = (torch::randn({3, 65536}) * 4).requires_grad_();
+    auto target = torch::tensor({7, 65535, 0});
+    auto loss = torch::nn::functional::cross_entropy(logits, target);
+    loss.backward();
+    // Gradients and probabilities are ~1 / 65536 each: scaled to ~1 for the relative tolerance.
+    return std::vector<torch::Tensor>{loss, logits.grad() * 196608, torch::softmax(logits.detach() * 2, 1) * 65536};
+  });
+}
+
 TEST(RowKernel, BoolLongAndDoubleReductions) {
   for (int64_t d : {5, 40}) {
     expect_matches_interpreter("any", [&] {
