@@ -39,6 +39,20 @@ torch::Tensor gelu_chain(const torch::Tensor& x) {  // the tanh form, nine eleme
   return (x * 0.5) * (torch::tanh(inner) + 1.0);
 }
 
+// A loss's value, then its input's gradient, flattened.
+std::vector<float> loss_and_gradient(const torch::Tensor& loss, const torch::Tensor& input) {
+  std::vector<float> out = loss.reshape({1}).to_vector<float>();
+  auto g = input.grad().to_vector<float>();
+  out.insert(out.end(), g.begin(), g.end());
+  return out;
+}
+
+void expect_near_all(const std::vector<float>& fused, const std::vector<float>& reference) {
+  ASSERT_EQ(fused.size(), reference.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+}
+
 }  // namespace
 
 TEST(Fusion, GeluChainOfNineOpsIsOneKernel) {
@@ -272,16 +286,12 @@ TEST(Fusion, CrossEntropyMatchesTheInterpreter) {
         torch::nn::functional::cross_entropy(
             logits, target, torch::nn::functional::CrossEntropyFuncOptions().weight(weight).label_smoothing(0.1));
     loss.backward();
-    std::vector<float> out = loss.reshape({1}).to_vector<float>();
-    auto g = logits.grad().to_vector<float>();
-    out.insert(out.end(), g.begin(), g.end());
+    auto out = loss_and_gradient(loss, logits);
     kiln::config().backend = saved;
     return out;
   };
   const auto fused = run("halide"), reference = run("interp");
-  ASSERT_EQ(fused.size(), reference.size());
-  for (size_t i = 0; i < fused.size(); ++i)
-    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+  expect_near_all(fused, reference);
 }
 
 // Cross-entropy with a mean over its targets, forward and backward, reads the logits in one row
@@ -303,18 +313,14 @@ TEST(Fusion, CrossEntropyForwardAndBackwardIsOnePassOverTheLogits) {
       loss = torch::nn::functional::cross_entropy(logits, target);
       loss.backward();
     });
-    std::vector<float> out = loss.reshape({1}).to_vector<float>();
-    auto g = logits.grad().to_vector<float>();
-    out.insert(out.end(), g.begin(), g.end());
+    auto out = loss_and_gradient(loss, logits);
     kiln::config().backend = saved;
     return out;
   };
   kiln::Stats fused_stats, unused;
   const auto fused = run("halide", &fused_stats), reference = run("interp", &unused);
   EXPECT_EQ(fused_stats.kernel_launches, 4);
-  ASSERT_EQ(fused.size(), reference.size());
-  for (size_t i = 0; i < fused.size(); ++i)
-    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+  expect_near_all(fused, reference);
 }
 
 // A flush of a structure seen before reuses its partition (fusion/partition_cache.h) with this
