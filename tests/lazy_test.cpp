@@ -6,10 +6,13 @@
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "frontend/trace.h"
+#include "fusion/partition_cache.h"
 #include "tracer/storage.h"
 
 namespace {
@@ -290,6 +293,52 @@ TEST(Lazy, FlushFromAnotherThread) {
   std::thread maker([&] { made = kiln::arange(5, kiln::kFloat) * 3; });
   maker.join();
   EXPECT_EQ(vals(made), (std::vector<double>{0, 3, 6, 9, 12}));
+}
+
+// A step that combines a tensor a long-lived worker thread left pending (a data loader's batch)
+// with the main thread's: the plan lists steps in traced order (fusion::make_plan), which must
+// not change from step to step as the two threads trace more, or the same step would be
+// partitioned (and compiled) again. Found in review: nodes were numbered per thread.
+TEST(Lazy, StepsMixingThreadsReuseTheirPartition) {
+  Mode mode(true);
+  Tensor w = kiln::randn({4});
+  for (int i = 0; i < 300; ++i) w = w + 1;  // the main thread traces ahead of the worker
+  kiln::sync();
+  std::mutex mu;
+  std::condition_variable cv;
+  int requested = 0, served = 0;
+  Tensor batch;
+  std::thread worker([&] {
+    Tensor base = kiln::randn({1000});
+    for (int step = 1; step <= 12; ++step) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return requested == step; });
+      Tensor busy = base;
+      for (int i = 0; i < 40; ++i) busy = busy * 1.0001;  // traced and computed here
+      kiln::sync();
+      batch = base * 3 + 1;  // left pending: the main thread's flush computes it
+      served = step;
+      cv.notify_all();
+    }
+  });
+  Tensor x = kiln::randn({1000});
+  int64_t made_after_first = 0;
+  for (int step = 1; step <= 12; ++step) {
+    Tensor m = x * 2 + 0.5;  // traced before the batch arrives
+    Tensor b;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      requested = step;
+      cv.notify_all();
+      cv.wait(lock, [&] { return served == step; });
+      b = std::move(batch);  // only the step holds it (see the note in the issue: a pending
+                             // tensor of another thread that outlives the flush computing it)
+    }
+    (m * b).tanh().sum().item<float>();
+    if (step == 1) made_after_first = kiln::fusion::partition_cache_counts().made;
+  }
+  worker.join();
+  EXPECT_EQ(kiln::fusion::partition_cache_counts().made, made_after_first);
 }
 
 // A small program mixing the kinds of ops, forward and backward: its values with laziness on and off.

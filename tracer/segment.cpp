@@ -1,6 +1,6 @@
 // The calling thread's segment: storages with pending content, flushed on demand, at the node cap,
 // or after every op in eager mode.
-#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -44,11 +44,11 @@ void flush_if_eager_or_full(const StoragePtr& s) {
 ir::NodePtr record(ir::Node&& node) {
   stats_add(&Stats::ops_traced, 1);
   ++t_segment.nodes_since_flush;
-  // Later than the thread's last node and than the node's inputs (which another thread may have
-  // made): the order of recording, and always a topological one.
-  static thread_local uint64_t last = 0;
-  for (const auto& in : node.inputs) last = std::max(last, in.node->seq);
-  node.seq = ++last;
+  // One order for all threads, so that a step's plan does not depend on how far apart two
+  // threads' counters have drifted (the partition, hashed with the order, would be made again);
+  // a node's inputs, recorded before it, are always earlier.
+  static std::atomic<uint64_t> last{0};
+  node.seq = last.fetch_add(1, std::memory_order_relaxed) + 1;
   return pool::make_shared<ir::Node>(std::move(node));
 }
 
