@@ -450,12 +450,10 @@ class Interpreter final : public Backend {
   void execute(fusion::Plan& plan) override {
     fusion::find_releases(plan);
     for (const auto& step : plan.steps) {
-      Node& n = *step.node;
-      compute(n);
-      n.inputs.clear();
-      n.inputs.shrink_to_fit();
+      compute(*step.node);
       for (Node* done : step.release_after) done->result.reset();
     }
+    for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
     stats_add(&Stats::kernel_launches, int64_t(plan.steps.size()));
   }

@@ -59,6 +59,16 @@ struct Node {
   int64_t numel() const { return numel_of(shape); }
 };
 
+// After a flush: a node that kept its result no longer needs its inputs (dropping them frees the
+// graph above it). One whose result was released, or never written (computed inside a kernel),
+// keeps them: a tensor of another thread's segment may still hold it, and its own flush then
+// computes it again.
+inline void forget_inputs_if_computed(Node& n) {
+  if (!n.computed()) return;
+  n.inputs.clear();
+  n.inputs.shrink_to_fit();
+}
+
 // Prints one node as `%id = op(...)`; ids are addresses shortened for reading.
 std::string to_string(const Node& n);
 

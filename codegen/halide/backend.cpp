@@ -97,12 +97,8 @@ class HalideBackend final : public Backend {
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     fusion::finish_partition();
-    auto forget_inputs = [](ir::Node& n) {
-      n.inputs.clear();
-      n.inputs.shrink_to_fit();
-    };
-    for (const auto& step : plan.steps) forget_inputs(*step.node);
-    for (const auto& node : plan.dropped) forget_inputs(*node);  // nothing will read them
+    for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
+    for (const auto& node : plan.dropped) ir::forget_inputs_if_computed(*node);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
   }
 
