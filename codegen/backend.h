@@ -1,5 +1,6 @@
 // The interface every backend implements: run the steps of a plan, leaving each step's node
-// computed (result set, inputs dropped) and releasing intermediates as the plan says.
+// computed (result set, inputs dropped) and releasing intermediates as the plan says (a released
+// node keeps its inputs: ir::forget_inputs_if_computed).
 #pragma once
 #include "fusion/plan.h"
 

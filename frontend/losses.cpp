@@ -109,13 +109,9 @@ Tensor weight_along_classes(const Tensor& weight, const Tensor& input, int64_t c
   return weight.reshape(s);
 }
 
-// The sum of all elements, of shape [1, ..., 1]: the shape of the reduction in the IR, so that
-// values computed from it (a mean's gradient) can be computed with it.
-Tensor sum_keeping_dims(const Tensor& x) {
-  std::vector<int64_t> dims(size_t(x.dim()));
-  for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
-  return x.sum(dims, /*keepdim=*/true);
-}
+// The sum of all elements (no dims: every dim), of shape [1, ..., 1]: the shape of the reduction
+// in the IR, so that values computed from it (a mean's gradient) can be computed with it.
+Tensor sum_keeping_dims(const Tensor& x) { return x.sum(IntArrayRef{}, /*keepdim=*/true); }
 
 // What class-index losses take from their targets, traced before anything reads the scores (see
 // class_nll). Per-target values keep the class dim (size 1), the shape of the row reductions over

@@ -230,11 +230,12 @@ class Partitioner {
           // Else a later reduction's epilogue, over the same rows: a per-row value that is ready
           // before that reduction runs (a loss's gradient scaled by its count of targets) is then
           // at hand where the reduction's consumers per element are computed.
-          for (int p = std::max(first, latest + 1); join < 0 && !is_const(nd) && p < int(protos_.size()); ++p)
-            if (protos_[p].kind == Kernel::Kind::Reduction && protos_[p].out_shape == nd.shape) {
-              join = p;
-              per_row = true;
-            }
+          if (!is_const(nd))
+            for (int p = std::max(first, latest + 1); join < 0 && p < int(protos_.size()); ++p)
+              if (protos_[p].kind == Kernel::Kind::Reduction && protos_[p].out_shape == nd.shape) {
+                join = p;
+                per_row = true;
+              }
         }
       }
       if (is_reduction(nd)) {

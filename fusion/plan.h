@@ -17,9 +17,6 @@ struct Step {
 
 struct Plan {
   std::vector<Step> steps;
-  // Nodes of steps that a pass removed (drop_dead_steps), kept alive until the flush ends so that
-  // the backend can cut their inputs too: nothing will read them.
-  std::vector<ir::NodePtr> dropped;
 };
 
 // A number no earlier pass used, for stamping ir::Node::pass.

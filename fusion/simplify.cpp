@@ -97,10 +97,8 @@ void drop_dead_steps(Plan& plan) {
       for (const auto& in : it->node->inputs) in.node->pass = read;
   size_t out = 0;
   for (auto& step : plan.steps) {
-    if (!kept(step))
-      plan.dropped.push_back(std::move(step.node));
-    else if (&plan.steps[out++] != &step)
-      plan.steps[out - 1] = std::move(step);
+    if (!kept(step)) continue;
+    if (&plan.steps[out++] != &step) plan.steps[out - 1] = std::move(step);
   }
   plan.steps.resize(out);
 }

@@ -98,7 +98,6 @@ class HalideBackend final : public Backend {
     }
     fusion::finish_partition();
     for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
-    for (const auto& node : plan.dropped) ir::forget_inputs_if_computed(*node);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
   }
 

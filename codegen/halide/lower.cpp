@@ -228,7 +228,6 @@ struct Lowering {
   // The value of kernel node `i` at `c.coords` (one of a few coordinate sets: the domain's, or a
   // reduction's output coordinates for its epilogue), memoized per set so that Halide
   // expressions share their common subtrees.
-
   Expr value(int i, Context& c) {
     if (k.nodes[i].per_row && c.rows) {
       if (ir::op_kind(k.nodes[i].node->op) == ir::OpKind::Reduce) return value(i, *c.rows);  // a Func's already
@@ -348,10 +347,11 @@ int op_cost(Op op) {
     default: return 1;
   }
 }
-// A value used in more than one place whose recomputation costs more than this is stored per row.
+// A value used in more than one place whose recomputation costs more than this is stored (per
+// row in a row kernel, per vector in a pointwise one).
 constexpr int kStoreAbove = 4;
 
-// Per-element values of a row kernel that several roots compute from (outputs, reductions):
+// Per-element values that several roots compute from (outputs, reductions):
 // Halide computes each root's expression on its own, so a value shared by two is computed twice
 // unless it is stored. Stored are those reached from two roots or more that cost more than
 // kStoreAbove to compute again from what is read or stored. Stored values that do not read one
@@ -818,7 +818,8 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   for (Func& f : stored_funcs) {
     once_per_row(f);
     f.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
-    // A row (at most kMaxRowElements) on the stack: on the heap it was a malloc and free per row.
+    // Asked for the stack, where a row fits Halide's stack budget (rows over 16 KiB still go to
+    // the heap): on the heap it was a malloc and a free per row.
     f.store_in(MemoryType::Stack);
   }
   for (auto& [i, f] : L.row_values) once_per_row(f);
