@@ -38,15 +38,27 @@ bool is_reduction(const Node& n) { return ir::op_kind(n.op) == OpKind::Reduce; }
 // is an argument), so constants never separate kernels.
 bool is_const(const Node& n) { return n.op == Op::Const; }
 
-// The operand reads its producer's output exactly in the producer's layout (size-1 dims aside).
-bool identity_view(const ir::Operand& o) {
-  const Shape& shape = o.node->shape;
-  if (o.view.offset != 0 || o.view.sizes != shape) return false;
-  Shape expected = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1 && o.view.strides[d] != expected[d]) return false;
+Shape without_ones(const Shape& s) {
+  Shape out;
+  for (auto e : s)
+    if (e != 1) out.push_back(e);
+  return out;
+}
+// Two shapes hold the same elements in the same order: equal once size-1 dims are dropped.
+bool same_elements(const Shape& a, const Shape& b) { return without_ones(a) == without_ones(b); }
+
+// The operand reads its producer's elements in order, through a view that may add or drop size-1
+// dims (a reduction's kept dims reshaped away: sum() to a scalar).
+bool reshaped_identity_view(const ir::Operand& o) {
+  if (o.view.offset != 0 || !same_elements(o.view.sizes, o.node->shape)) return false;
+  const Shape expected = contiguous_strides(without_ones(o.node->shape));
+  size_t e = 0;
+  for (size_t d = 0; d < o.view.sizes.size(); ++d)
+    if (o.view.sizes[d] != 1 && o.view.strides[d] != expected[e++]) return false;
   return true;
 }
+// The operand reads its producer's output exactly in the producer's layout (size-1 dims aside).
+bool identity_view(const ir::Operand& o) { return o.view.sizes == o.node->shape && reshaped_identity_view(o); }
 
 constexpr int kRecomputeLimit = 12;  // nodes a consumer may recompute rather than read
 constexpr int64_t kMaxRowElements = 1 << 16;    // a row kernel's row stays in cache
@@ -210,9 +222,19 @@ class Partitioner {
           return per_row_[j] ? row_broadcast(in, protos_[p]) : identity_view(in);
         });
       };
+      // Over the reduction's output: its values read in place. Or else, reshaped (a sum() to a
+      // scalar, whose kept dims are dropped), over nothing but the kernel's own values and
+      // constants: a read of anything else would be indexed by the node's rank, not the domain's.
+      auto epilogue_of = [&](int p) {
+        if (protos_[p].out_shape == nd.shape) return reads_in_place(p);
+        if (!same_elements(protos_[p].out_shape, nd.shape)) return false;
+        return std::all_of(nd.inputs.begin(), nd.inputs.end(), [&](const ir::Operand& in) {
+          const int j = pending(in.node.get());
+          return is_const(*in.node) || (j >= 0 && kernel_of_[j] == p && reshaped_identity_view(in));
+        });
+      };
       if (is_pointwise(nd)) {
-        if (latest >= 0 && protos_[latest].kind == Kernel::Kind::Reduction && protos_[latest].out_shape == nd.shape &&
-            reads_in_place(latest)) {
+        if (latest >= 0 && protos_[latest].kind == Kernel::Kind::Reduction && epilogue_of(latest)) {
           join = latest;  // epilogue
           per_row = true;
         } else if (latest >= 0 && rows_allowed(latest) && protos_[latest].domain == nd.shape && reads_in_row(latest)) {
@@ -387,7 +409,8 @@ class Partitioner {
         // of an epilogue has the reduced shape (reductions keep their dims in the IR), and one of
         // a prologue or per-element value the domain's.
         kn.per_row =
-            kernel_of_[s] == p ? per_row_[s] : node(s)->shape == proto.out_shape && proto.out_shape != proto.domain;
+            kernel_of_[s] == p ? per_row_[s]
+                               : same_elements(node(s)->shape, proto.out_shape) && proto.out_shape != proto.domain;
       }
       for (const auto& in : node(s)->inputs) {
         int j = pending(in.node.get());

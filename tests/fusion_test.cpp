@@ -152,6 +152,42 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
   }
 }
 
+// A reduction to one value runs its vectors in chunks of 1024 (in parallel from 65536 elements),
+// then the scalar tail: sizes on either side of each boundary, sum (two in one kernel), max with
+// a NaN and min, against the interpreter; one kernel each.
+TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
+  HalideBackend halide;
+  for (int64_t n : {1, 15, 16, 17, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 17, 65536 + 3, 300001}) {
+    std::vector<float> data(static_cast<size_t>(n));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = float((i * 7919) % 1013) / 100 - 5;
+    if (n > 20000) data[size_t(n - 20000)] = std::numeric_limits<float>::quiet_NaN();
+    auto run = [&](const std::string& backend, int64_t* launches) {
+      kiln::config().backend = backend;
+      torch::Tensor x = torch::from_blob(data.data(), {n}, torch::kFloat).clone();
+      kiln::sync();
+      std::vector<float> out;
+      const auto stats = count([&] {
+        auto y = x * 0.5;
+        out = torch::stack({y.sum() + (y * y).mean(), x.max(), x.min(), x.abs().sum()}).to_vector<float>();
+      });
+      if (launches) *launches = stats.kernel_launches;
+      kiln::config().backend = "halide";
+      return out;
+    };
+    int64_t launches = 0;
+    const auto fused = run("halide", &launches), reference = run("interp", nullptr);
+    ASSERT_EQ(fused.size(), reference.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      if (std::isnan(reference[i]))
+        EXPECT_TRUE(std::isnan(fused[i])) << n << " elements, value " << i;
+      else
+        EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << n << " elements, value " << i;
+    }
+    EXPECT_EQ(std::isnan(reference[1]), n > 20000);
+    EXPECT_LE(launches, 3) << n << " elements";
+  }
+}
+
 // logsumexp reduces each row twice (its max, then the sum of exp(x - max)): one row kernel, each
 // row read once (fusion/partition.cpp), in vectors or not, over one reduced dim or two.
 TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {

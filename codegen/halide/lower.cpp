@@ -547,9 +547,12 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
 // elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
 // Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
 struct Accumulator {
+  static constexpr int kChunkVectors = 1024;
   Func acc, partial;
   RDom rows;  // the reduced dims, when not in lanes
   bool lanes = false;
+  bool chunked = false;  // in lanes, a whole flat domain: partial(u, chunk)
+  Var chunk{"chunk"};
   RDom vectors;  // in lanes: the update of `partial`, one vector of the innermost dim per step
   std::vector<int> reduces;
 
@@ -614,7 +617,25 @@ struct Accumulator {
         f(at) = Tuple(ups);
     };
     define(acc, vars, inits);
-    if (lanes) {
+    chunked = lanes && rank == 1;
+    if (chunked) {
+      // One flat domain reduced whole: lane u of partial(u, c) reduces the whole vectors of chunk c,
+      // so that the chunks run in parallel; the lanes of every chunk are combined, then the tail.
+      const Expr whole_vectors = inner_extent / vec;
+      define(partial, {u, chunk}, inits);
+      RDom r(0, kChunkVectors);
+      r.where(chunk * kChunkVectors + r.x < whole_vectors);
+      define_update(partial, {u, chunk}, values_at(r, (chunk * kChunkVectors + r.x) * vec + u));
+      RDom lanes_and_chunks(0, vec, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
+      std::vector<Expr> from{lanes_and_chunks.x, lanes_and_chunks.y}, partials;
+      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+      define_update(acc, lhs, partials);
+      RDom tail = reduced_domain(Range(whole, inner_extent - whole));
+      define_update(acc, lhs, values_at(tail, tail[0]));
+      partial.vectorize(u);
+      partial.update().vectorize(u);
+      vectors = r;
+    } else if (lanes) {
       std::vector<Var> p_lhs{u};
       p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
       define(partial, p_lhs, inits);
@@ -668,7 +689,11 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   // Schedule: parallel over the outermost kept dim; rows in lanes (above), or else the innermost
   // kept dim in vectors when it is not reduced. (Vectorizing a kept dim outside a reduced one
   // means gathers, as its stride is an argument: measured slower than scalar loops on pooling.)
+  // A reduction to one value computes its lanes once, at the root (inlined, each lane was a
+  // strided scalar pass of its own: 25x slower), its chunks in parallel when it has several.
   if (A.lanes && !vars.empty()) A.partial.compute_at(out, vars.back());
+  if (A.lanes && vars.empty()) A.partial.compute_root();
+  if (A.chunked) A.partial.update().specialize(L.extents[0] >= kSerialBelow).parallel(A.chunk);
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
   // Floating-point ones only: bool reductions crashed with SIGILL under this schedule.
