@@ -3,6 +3,7 @@
 #include "frontend/losses.h"
 
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <set>
 
@@ -121,7 +122,11 @@ struct ClassTargets {
   Tensor ignored;        // bool, the target's shape with the class dim
   Tensor one_hot;        // bool, the scores' shape: the target's class
   Tensor target_weight;  // the scores' dtype, as `ignored`: the class weight, zero where ignored
-  Tensor total_weight;   // the sum of target_weight, for a mean (sum_keeping_dims)
+  // For a mean, from the sum of target_weight (sum_keeping_dims): whether it is zero (every
+  // target ignored or weighted zero), and its reciprocal, zero then. The mean is then NaN, as
+  // libtorch's, and its gradient zero, as libtorch's: scaled by 1 / 0, it was 0 * inf = NaN.
+  Tensor no_weight;
+  Tensor inverse_total_weight;
 };
 
 ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -144,7 +149,11 @@ ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Ten
                       weight.to(scores.dtype()).index_select(0, safe_target.reshape({-1})).reshape(target_k.sizes());
   // The mean's denominator depends on the targets alone: computed first, it is ready before the
   // pass over the scores, which can then write the gradient too (the gradient is scaled by it).
-  if (r == Reduce::Mean) t.total_weight = sum_keeping_dims(t.target_weight);
+  if (r == Reduce::Mean) {
+    Tensor total = sum_keeping_dims(t.target_weight);
+    t.no_weight = total == 0;
+    t.inverse_total_weight = where(t.no_weight, Scalar(0), total.reciprocal());
+  }
   Shape along_classes(scores.dim(), 1);
   along_classes[class_dim] = classes;
   t.one_hot = class_indices.reshape(along_classes) == safe_target;
@@ -172,7 +181,10 @@ Tensor class_nll(Tensor picked, const Tensor& shift, const Tensor& log_sum, cons
 // has the target's shape.
 Tensor reduce_by_weight(const Tensor& loss, Reduce r, const ClassTargets& t) {
   switch (r) {
-    case Reduce::Mean: return (sum_keeping_dims(loss) / t.total_weight).reshape({});
+    case Reduce::Mean:
+      return where(t.no_weight, Scalar(std::numeric_limits<double>::quiet_NaN()),
+                   sum_keeping_dims(loss) * t.inverse_total_weight)
+          .reshape({});
     case Reduce::Sum: return loss.sum();
     case Reduce::None: break;
   }

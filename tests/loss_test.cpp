@@ -1,6 +1,7 @@
 // Losses: values against hand computation and against numbers printed by libtorch 1.13 for the
 // same inputs, gradients against central differences, and the errors bad calls raise.
 #include <cmath>
+#include <functional>
 
 #include "nn_test_util.h"
 
@@ -110,6 +111,37 @@ TEST(LossValues, NllLossMatchesLibtorch) {
   expect_values(F::nll_loss(lp, classes_with_ignored(), F::NLLLossFuncOptions().weight(class_weights())), {1.43361628});
   expect_values(F::nll_loss(lp, classes(), F::NLLLossFuncOptions().ignore_index(0)), {1.11914515});
   expect_values(kiln::nn::NLLLoss(kiln::kSum)(lp, classes()), {3.72445655});
+}
+
+// Every target ignored: a mean over no targets is NaN, as libtorch's, and its gradient is zero, as
+// libtorch's (which scatters nothing into zeros), not NaN.
+TEST(LossValues, MeanOverNoTargetsIsNaNWithZeroGradient) {
+  const Tensor all_ignored = kiln::tensor({-100, -100, -100}, kiln::kLong);
+  auto expect_nan_and_zero_gradient = [](const std::function<Tensor(const Tensor&)>& loss_of, const char* what) {
+    Tensor x = logits().requires_grad_();
+    Tensor loss = loss_of(x);
+    loss.backward();
+    EXPECT_TRUE(std::isnan(loss.item<double>())) << what;
+    for (double g : x.grad().to(kiln::kDouble).to_vector<double>()) EXPECT_EQ(g, 0.0) << what;
+  };
+  expect_nan_and_zero_gradient([&](const Tensor& x) { return F::cross_entropy(x, all_ignored); }, "cross_entropy");
+  expect_nan_and_zero_gradient(
+      [&](const Tensor& x) {
+        return F::cross_entropy(x, all_ignored, F::CrossEntropyFuncOptions().weight(class_weights()).label_smoothing(0.2));
+      },
+      "cross_entropy, weighted and smoothed");
+  expect_nan_and_zero_gradient([&](const Tensor& x) { return F::nll_loss(kiln::log_softmax(x, 1), all_ignored); },
+                               "nll_loss");
+  // Targets weighted zero count as none too.
+  expect_nan_and_zero_gradient(
+      [&](const Tensor& x) {
+        return F::cross_entropy(x, classes(), F::CrossEntropyFuncOptions().weight(kiln::tensor({0.0, 1.0, 0.0, 0.0})));
+      },
+      "cross_entropy, every target's class weighted zero");
+  // Some targets left: the mean over them, as before.
+  expect_values(F::nll_loss(kiln::log_softmax(logits(), 1), classes_with_ignored(),
+                            F::NLLLossFuncOptions().weight(class_weights())),
+                {1.43361628});
 }
 
 TEST(LossValues, BinaryCrossEntropyMatchesLibtorch) {
