@@ -188,6 +188,33 @@ TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
   }
 }
 
+// From 65536 elements, kernels over rows run in parallel tasks of several rows (codegen/halide:
+// parallel_tasks), the last task shorter: pointwise kernels with a broadcast operand, row and
+// column sums and a row kernel (softmax) at row counts that leave a partial task, against the
+// interpreter.
+TEST(Fusion, RowsInParallelTasksMatchTheInterpreter) {
+  HalideBackend halide;
+  for (auto [rows, width] : {std::pair<int64_t, int64_t>{1000, 67}, {4099, 17}, {3, 40000}, {70000, 1}}) {
+    auto run = [&](const std::string& backend) {
+      kiln::config().backend = backend;
+      torch::manual_seed(5);
+      auto a = torch::randn({rows, width}), b = torch::randn({width}), c = torch::randn({rows, 1});
+      auto e = (a - a.amax({1}, true)).exp();
+      auto out = torch::cat({(a + b).reshape({-1}), (a * c).reshape({-1}), a.sum({1}), a.sum({0}),
+                             (e / e.sum({1}, true)).reshape({-1})})
+                     .to_vector<float>();
+      kiln::config().backend = "halide";
+      return out;
+    };
+    const auto fused = run("halide"), reference = run("interp");
+    ASSERT_EQ(fused.size(), reference.size());
+    int reported = 0;
+    for (size_t i = 0; i < fused.size(); ++i)
+      if (std::fabs(fused[i] - reference[i]) > 1e-4 * (1 + std::fabs(reference[i])) && reported++ < 5)
+        ADD_FAILURE() << rows << "x" << width << " value " << i << ": " << fused[i] << " vs " << reference[i];
+  }
+}
+
 // logsumexp reduces each row twice (its max, then the sum of exp(x - max)): one row kernel, each
 // row read once (fusion/partition.cpp), in vectors or not, over one reduced dim or two.
 TEST(Fusion, LogSumExpIsOneRowKernelThatMatchesTheInterpreter) {
