@@ -408,9 +408,9 @@ class Partitioner {
         // tells: producers are pulled in only when read in place (identity views), so a producer
         // of an epilogue has the reduced shape (reductions keep their dims in the IR), and one of
         // a prologue or per-element value the domain's.
-        kn.per_row =
-            kernel_of_[s] == p ? per_row_[s]
-                               : same_elements(node(s)->shape, proto.out_shape) && proto.out_shape != proto.domain;
+        kn.per_row = kernel_of_[s] == p
+                         ? per_row_[s]
+                         : same_elements(node(s)->shape, proto.out_shape) && proto.out_shape != proto.domain;
       }
       for (const auto& in : node(s)->inputs) {
         int j = pending(in.node.get());

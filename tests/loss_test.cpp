@@ -127,7 +127,8 @@ TEST(LossValues, MeanOverNoTargetsIsNaNWithZeroGradient) {
   expect_nan_and_zero_gradient([&](const Tensor& x) { return F::cross_entropy(x, all_ignored); }, "cross_entropy");
   expect_nan_and_zero_gradient(
       [&](const Tensor& x) {
-        return F::cross_entropy(x, all_ignored, F::CrossEntropyFuncOptions().weight(class_weights()).label_smoothing(0.2));
+        return F::cross_entropy(x, all_ignored,
+                                F::CrossEntropyFuncOptions().weight(class_weights()).label_smoothing(0.2));
       },
       "cross_entropy, weighted and smoothed");
   expect_nan_and_zero_gradient([&](const Tensor& x) { return F::nll_loss(kiln::log_softmax(x, 1), all_ignored); },

@@ -626,33 +626,32 @@ struct Accumulator {
         f(at) = Tuple(ups);
     };
     define(acc, vars, inits);
-    chunked = lanes && rank == 1;
-    if (chunked) {
-      // One flat domain reduced whole: lane u of partial(u, c) reduces the whole vectors of chunk c,
-      // so that the chunks run in parallel; the lanes of every chunk are combined, then the tail.
-      const Expr whole_vectors = inner_extent / vec;
-      define(partial, {u, chunk}, inits);
-      RDom r(0, kChunkVectors);
-      r.where(chunk * kChunkVectors + r.x < whole_vectors);
-      define_update(partial, {u, chunk}, values_at(r, (chunk * kChunkVectors + r.x) * vec + u));
-      RDom lanes_and_chunks(0, vec, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
-      std::vector<Expr> from{lanes_and_chunks.x, lanes_and_chunks.y}, partials;
-      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
-      define_update(acc, lhs, partials);
-      RDom tail = reduced_domain(Range(whole, inner_extent - whole));
-      define_update(acc, lhs, values_at(tail, tail[0]));
-      partial.vectorize(u);
-      partial.update().vectorize(u);
-      vectors = r;
-    } else if (lanes) {
+    if (lanes) {
+      // A whole flat domain (chunked) splits its vectors into chunks c of kChunkVectors:
+      // partial(u, c), so that the chunks run in parallel; then every chunk's lanes are combined.
+      chunked = rank == 1;
       std::vector<Var> p_lhs{u};
-      p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
+      RDom r, combined;
+      Expr first_vector = 0;
+      std::vector<Expr> from;
+      if (chunked) {
+        const Expr whole_vectors = inner_extent / vec;
+        p_lhs.push_back(chunk);
+        r = RDom(0, kChunkVectors);
+        r.where(chunk * kChunkVectors + r.x < whole_vectors);
+        first_vector = chunk * kChunkVectors;
+        combined = RDom(0, vec, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
+        from = {combined.x, combined.y};
+      } else {
+        p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
+        r = reduced_domain(Range(0, inner_extent / vec));
+        combined = RDom(0, vec);
+        from = {combined.x};
+        from.insert(from.end(), vars.begin(), vars.end());
+      }
       define(partial, p_lhs, inits);
-      RDom r = reduced_domain(Range(0, inner_extent / vec));
-      define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()), values_at(r, r[0] * vec + u));
-      RDom lane(0, vec);
-      std::vector<Expr> from{lane.x};
-      from.insert(from.end(), vars.begin(), vars.end());
+      define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
+                    values_at(r, (first_vector + r[0]) * vec + u));
       std::vector<Expr> partials;
       for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
       define_update(acc, lhs, partials);
