@@ -190,9 +190,9 @@ TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
 
 // From 65536 elements, kernels over rows run in parallel tasks of several rows (codegen/halide:
 // parallel_tasks), the last task shorter: pointwise kernels with a broadcast operand, row and
-// column sums and a row kernel (softmax) at row counts that leave a partial task, against the
-// interpreter.
-TEST(Fusion, RowsInParallelTasksMatchTheInterpreter) {
+// column sums, a row kernel (softmax) and kernels reading a transposed view (in tiles) at row
+// counts that leave partial tasks and tiles, against the interpreter.
+TEST(Fusion, RowsInParallelTasksAndTilesMatchTheInterpreter) {
   HalideBackend halide;
   for (auto [rows, width] : {std::pair<int64_t, int64_t>{1000, 67}, {4099, 17}, {3, 40000}, {70000, 1}}) {
     auto run = [&](const std::string& backend) {
@@ -201,7 +201,8 @@ TEST(Fusion, RowsInParallelTasksMatchTheInterpreter) {
       auto a = torch::randn({rows, width}), b = torch::randn({width}), c = torch::randn({rows, 1});
       auto e = (a - a.amax({1}, true)).exp();
       auto out = torch::cat({(a + b).reshape({-1}), (a * c).reshape({-1}), a.sum({1}), a.sum({0}),
-                             (e / e.sum({1}, true)).reshape({-1})})
+                             (e / e.sum({1}, true)).reshape({-1}), (a.t() + b.reshape({width, 1})).reshape({-1}),
+                             (a.t() * 2).contiguous().reshape({-1})})
                      .to_vector<float>();
       kiln::config().backend = "halide";
       return out;

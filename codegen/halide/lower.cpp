@@ -328,6 +328,14 @@ void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elem
       .vectorize(lane);
 }
 
+// Tiles of vec x vec outputs, one vector of x0 per row of the tile; tasks of whole rows of tiles.
+void schedule_transposing(Func f, const std::vector<Var>& vars, int vec, Expr elements, Expr row) {
+  Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+  for (Stage s : {Stage(f.specialize(elements < kSerialBelow)), Stage(f)})
+    s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
+  parallel_tasks(f, yo, row * vec);
+}
+
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
 // e strided stores of each vector merge into dense interleaved ones.
 void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_extent) {
@@ -505,9 +513,18 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
       if (g > 0) funcs[g].compute_with(funcs[g - 1], outer);
     }
   } else {
+    // A read that walks the outer dim contiguously and the inner one across rows (a transposed
+    // view): the output in tiles, whose gathered loads hit the same cache lines row after row.
+    bool transposing = vars.size() == 2 && stored_funcs.empty();
+    if (transposing)
+      transposing = std::any_of(k.reads.begin(), k.reads.end(), [](const fusion::Read& r) {
+        return stride_class(r.strides[1]) == 's' && stride_class(r.strides[0]) == '1';
+      });
     for (Func& f : funcs) {
       if (const int64_t e = k.tiny_inner())
         schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2]);
+      else if (transposing)
+        schedule_transposing(f, vars, vec, product(L.extents), L.extents[1]);
       else
         schedule_pointwise(f, vars, vec, product(L.extents), L.extents[k.domain.size() - 1], L.extents[0]);
     }
