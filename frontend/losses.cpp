@@ -122,11 +122,10 @@ struct ClassTargets {
   Tensor ignored;        // bool, the target's shape with the class dim
   Tensor one_hot;        // bool, the scores' shape: the target's class
   Tensor target_weight;  // the scores' dtype, as `ignored`: the class weight, zero where ignored
-  // For a mean, from the sum of target_weight (sum_keeping_dims): whether it is zero (every
-  // target ignored or weighted zero), and its reciprocal, zero then. The mean is then NaN, as
-  // libtorch's, and its gradient zero, as libtorch's: scaled by 1 / 0, it was 0 * inf = NaN.
+  // For a mean (see reduce_by_weight), from the sum of target_weight: its reciprocal, and NaN
+  // where it is zero, 0 elsewhere.
+  Tensor inverse_total;
   Tensor no_weight;
-  Tensor inverse_total_weight;
 };
 
 ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Tensor& weight, int64_t ignore_index,
@@ -151,8 +150,8 @@ ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Ten
   // pass over the scores, which can then write the gradient too (the gradient is scaled by it).
   if (r == Reduce::Mean) {
     Tensor total = sum_keeping_dims(t.target_weight);
-    t.no_weight = total == 0;
-    t.inverse_total_weight = where(t.no_weight, Scalar(0), total.reciprocal());
+    t.inverse_total = total.reciprocal();
+    t.no_weight = where(total == 0, Scalar(std::numeric_limits<double>::quiet_NaN()), zeros_like(total));
   }
   Shape along_classes(scores.dim(), 1);
   along_classes[class_dim] = classes;
@@ -182,9 +181,10 @@ Tensor class_nll(Tensor picked, const Tensor& shift, const Tensor& log_sum, cons
 Tensor reduce_by_weight(const Tensor& loss, Reduce r, const ClassTargets& t) {
   switch (r) {
     case Reduce::Mean:
-      return where(t.no_weight, Scalar(std::numeric_limits<double>::quiet_NaN()),
-                   sum_keeping_dims(loss) * t.inverse_total_weight)
-          .reshape({});
+      // As libtorch's nll_loss: each target's loss scaled by 1 / total, an ignored one by zero, so
+      // that its gradient is zero even when the total is (0 * 1 / 0 would be NaN); the mean of no
+      // targets NaN. Traced here, after the passes over the scores, the scale joins them per row.
+      return (sum_keeping_dims(loss * where(t.ignored, Scalar(0), t.inverse_total)) + t.no_weight).reshape({});
     case Reduce::Sum: return loss.sum();
     case Reduce::None: break;
   }
