@@ -406,8 +406,9 @@ class Partitioner {
       if (proto.kind == Kernel::Kind::Reduction && !is_const(*node(s))) {
         // A member knows its level; a producer computed here has its reader's, which its shape
         // tells: producers are pulled in only when read in place (identity views), so a producer
-        // of an epilogue has the reduced shape (reductions keep their dims in the IR), and one of
-        // a prologue or per-element value the domain's.
+        // of an epilogue has the reduced shape's elements (reductions keep their dims in the IR;
+        // an epilogue may drop them, see epilogue_of), and one of a prologue or per-element value
+        // the domain's.
         kn.per_row = kernel_of_[s] == p
                          ? per_row_[s]
                          : same_elements(node(s)->shape, proto.out_shape) && proto.out_shape != proto.domain;
