@@ -577,7 +577,7 @@ struct Accumulator {
   Func acc, partial;
   RDom rows;  // the reduced dims, when not in lanes
   bool lanes = false;
-  bool chunked = false;  // in lanes, a whole flat domain: partial(u, chunk)
+  bool chunked = false;  // a whole domain in chunks: partial([u,] chunk)
   Var chunk{"chunk"};
   RDom vectors;  // in lanes: the update of `partial`, one vector of the innermost dim per step
   std::vector<int> reduces;
@@ -589,8 +589,11 @@ struct Accumulator {
 
   // `element_context(coords)` gives the context in which the reduced values are evaluated at the
   // domain coordinates `coords`; `phase` names the Funcs (acc1, partial1, ...).
+  // `chunk_rows`: a whole-domain reduction of more than one flat run (build_reduction) sums chunks of
+  // rows in parallel too.
   Accumulator(Lowering& L, std::vector<int> reducing, const std::vector<Var>& vars,
-              const std::function<Lowering::Context(std::vector<Expr>)>& element_context, int phase = 1)
+              const std::function<Lowering::Context(std::vector<Expr>)>& element_context, int phase = 1,
+              bool chunk_rows = false)
       : acc("acc" + std::to_string(phase)), partial("partial" + std::to_string(phase)), reduces(std::move(reducing)) {
     const fusion::Kernel& k = L.k;
     const size_t rank = k.domain.size(), n = reduces.size();
@@ -605,18 +608,23 @@ struct Accumulator {
     Var u("u");
     std::vector<Expr> lhs(vars.begin(), vars.end());
 
-    // The reduced dims as an RDom, innermost first; in lanes, `inner` is the innermost one's range.
-    auto reduced_domain = [&](Range inner) {
+    // The reduced dims as an RDom, innermost first; in lanes, `inner` is the innermost one's range;
+    // `outer`, if given, dim 0's (a chunk of rows of a whole-domain reduction).
+    auto reduced_domain = [&](Range inner, Range outer = Range()) {
       Region region;
       for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
-        region.push_back(lanes && *it == rank - 1 ? inner : Range(0, L.extents[*it]));
+        region.push_back(lanes && *it == rank - 1          ? inner
+                         : *it == 0 && outer.min.defined() ? outer
+                                                           : Range(0, L.extents[*it]));
       return RDom(region);
     };
-    // The values the reducing nodes take at r (the innermost reduced coordinate given by `inner`).
-    auto values_at = [&](const RDom& r, Expr inner) {
+    // The values the reducing nodes take at r (the innermost reduced coordinate given by `inner`;
+    // dim 0's offset by `first_row`).
+    auto values_at = [&](const RDom& r, Expr inner, Expr first_row = Expr()) {
       std::vector<Expr> coords(rank);
       for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
       for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
+      if (first_row.defined()) coords[0] = coords[0] + first_row;
       if (lanes) coords[rank - 1] = inner;
       Lowering::Context prologue = element_context(coords);
       std::vector<Expr> xs;
@@ -643,7 +651,37 @@ struct Accumulator {
         f(at) = Tuple(ups);
     };
     define(acc, vars, inits);
-    if (lanes) {
+    if (chunk_rows && vars.empty() && !(lanes && rank == 1)) {
+      // A whole domain that is not one flat run of vectors: chunks of rows of dim 0, partial(u, c)
+      // in lanes or partial(c), so that chunks run in parallel and each accumulator sums a bounded
+      // run (about kChunkVectors values per lane or scalar); then the chunks are combined.
+      chunked = true;
+      Expr row_elements = 1;
+      for (size_t d = 1; d < rank; ++d) row_elements = row_elements * L.extents[d];
+      const Expr rows_per_chunk = max(1, kChunkVectors * (lanes ? vec : 1) / max(row_elements, 1));
+      const Expr chunks = (L.extents[0] + rows_per_chunk - 1) / rows_per_chunk;
+      RDom r = reduced_domain(Range(0, inner_extent / vec), Range(0, rows_per_chunk));
+      r.where(chunk * rows_per_chunk + r[int(rank) - 1] < L.extents[0]);
+      std::vector<Var> p_lhs;
+      if (lanes) p_lhs.push_back(u);
+      p_lhs.push_back(chunk);
+      define(partial, p_lhs, inits);
+      define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
+                    values_at(r, lanes ? r[0] * vec + u : Expr(), chunk * rows_per_chunk));
+      RDom combined = lanes ? RDom(0, vec, 0, chunks) : RDom(0, chunks);
+      std::vector<Expr> from{combined.x};
+      if (lanes) from.push_back(combined.y);
+      std::vector<Expr> partials;
+      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+      define_update(acc, lhs, partials);
+      if (lanes) {
+        RDom tail = reduced_domain(Range(whole, inner_extent - whole));
+        define_update(acc, lhs, values_at(tail, tail[0]));
+        partial.vectorize(u);
+        partial.update().vectorize(u);
+      }
+      vectors = r;
+    } else if (lanes) {
       // A whole flat domain (chunked) splits its vectors into chunks c of kChunkVectors:
       // partial(u, c), so that the chunks run in parallel; then every chunk's lanes are combined.
       chunked = rank == 1;
@@ -701,7 +739,12 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   auto vars = make_vars(kept_count);
   std::vector<Var> lhs(vars.begin(), vars.end());
   std::vector<Expr> lhs_e(vars.begin(), vars.end());
-  Accumulator A(L, k.reduces, vars, [](std::vector<Expr> coords) { return Lowering::Context{coords, {}, {}}; });
+  Accumulator A(
+      L, k.reduces, vars,
+      [](std::vector<Expr> coords) {
+        return Lowering::Context{coords, {}, {}};
+      },
+      1, true);
 
   // The epilogue: outputs at the output coordinates, where reduced dims are 0.
   Lowering::Context epilogue{row_coords(k, vars), {}, {}};
@@ -717,8 +760,8 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   // A reduction to one value computes its lanes once, at the root (inlined, each lane was a
   // strided scalar pass of its own: 25x slower), its chunks in parallel when it has several.
   if (A.lanes && !vars.empty()) A.partial.compute_at(out, vars.back());
-  if (A.lanes && vars.empty()) A.partial.compute_root();
-  if (A.chunked) A.partial.update().specialize(L.extents[0] >= kSerialBelow).parallel(A.chunk);
+  if ((A.lanes || A.chunked) && vars.empty()) A.partial.compute_root();
+  if (A.chunked) A.partial.update().specialize(product(L.extents) >= kSerialBelow).parallel(A.chunk);
   // Narrow rows (pooling windows) vectorize the innermost kept dim too, where every read steps
   // through it by a compiled-in stride (no gathers).
   // Floating-point ones only: bool reductions crashed with SIGILL under this schedule.
