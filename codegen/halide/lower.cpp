@@ -651,6 +651,20 @@ struct Accumulator {
         f(at) = Tuple(ups);
     };
     define(acc, vars, inits);
+    // acc takes the partials read at `from` (over an RDom), then, in lanes, each row's last
+    // (extent % vec) elements; `r` is partial's update domain.
+    auto combine_partials = [&](const std::vector<Expr>& from, const RDom& r) {
+      std::vector<Expr> partials;
+      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+      define_update(acc, lhs, partials);
+      if (lanes) {
+        RDom tail = reduced_domain(Range(whole, inner_extent - whole));
+        define_update(acc, lhs, values_at(tail, tail[0]));
+        partial.vectorize(u);
+        partial.update().vectorize(u);
+      }
+      vectors = r;
+    };
     if (chunk_rows && vars.empty() && !(lanes && rank == 1)) {
       // A whole domain that is not one flat run of vectors: chunks of rows of dim 0, partial(u, c)
       // in lanes or partial(c), so that chunks run in parallel and each accumulator sums a bounded
@@ -671,16 +685,7 @@ struct Accumulator {
       RDom combined = lanes ? RDom(0, vec, 0, chunks) : RDom(0, chunks);
       std::vector<Expr> from{combined.x};
       if (lanes) from.push_back(combined.y);
-      std::vector<Expr> partials;
-      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
-      define_update(acc, lhs, partials);
-      if (lanes) {
-        RDom tail = reduced_domain(Range(whole, inner_extent - whole));
-        define_update(acc, lhs, values_at(tail, tail[0]));
-        partial.vectorize(u);
-        partial.update().vectorize(u);
-      }
-      vectors = r;
+      combine_partials(from, r);
     } else if (lanes) {
       // A whole flat domain (chunked) splits its vectors into chunks c of kChunkVectors:
       // partial(u, c), so that the chunks run in parallel; then every chunk's lanes are combined.
@@ -707,14 +712,7 @@ struct Accumulator {
       define(partial, p_lhs, inits);
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
                     values_at(r, (first_vector + r[0]) * vec + u));
-      std::vector<Expr> partials;
-      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
-      define_update(acc, lhs, partials);
-      RDom tail = reduced_domain(Range(whole, inner_extent - whole));
-      define_update(acc, lhs, values_at(tail, tail[0]));
-      partial.vectorize(u);
-      partial.update().vectorize(u);
-      vectors = r;
+      combine_partials(from, r);
     } else {
       rows = reduced_domain(Range(0, inner_extent));
       define_update(acc, lhs, values_at(rows, Expr()));
