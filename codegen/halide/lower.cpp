@@ -63,6 +63,23 @@ Expr libm(const char* name32, const char* name64, Expr x) {
 
 bool is_float(const Expr& e) { return e.type().is_float(); }
 
+// a * b + c rounded once. strict_float (which kiln needs for NaN and infinity) stops LLVM from
+// contracting a * b + c itself, so the polynomials below ask for its intrinsic by name: Halide
+// declares it as an extern function, and LLVM vectorizes the calls into vfmadd.
+Expr fma(Expr a, Expr b, Expr c) {
+  static const bool native = kernel_target().has_feature(Target::FMA);
+  if (!native) return a * b + c;
+  const Type t = a.type();
+  return Internal::Call::make(t, t == Float(64) ? "llvm.fma.f64" : "llvm.fma.f32", {a, b, c},
+                              Internal::Call::PureExtern);
+}
+// c[0] * x^(n-1) + ... + c[n-1], by Horner's rule.
+Expr polynomial(Expr x, std::initializer_list<float> c) {
+  Expr p = *c.begin();
+  for (auto a = c.begin() + 1; a != c.end(); ++a) p = fma(p, x, *a);
+  return p;
+}
+
 // Float32 exp, log and tanh that vectorize: Halide's own exp/log/tanh call scalar libm through its
 // runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
 // Under strict_float, Halide's is_nan and floor are runtime calls too: NaN is tested on the bits,
@@ -78,14 +95,13 @@ Expr vector_exp(Expr x) {
   // n by adding 1.5 * 2^23: the sum's units are integers, rounded to nearest, and its low
   // mantissa bits hold n.
   const float round_bias = 12582912.0f;
-  Expr biased = c * 1.44269504088896341f + round_bias;
+  Expr biased = fma(c, 1.44269504088896341f, round_bias);
   Expr n = biased - round_bias;
   Expr ni = reinterpret(Int(32), biased) - reinterpret(Int(32), Expr(round_bias));
-  Expr r = c - n * 0.693359375f + n * 2.12194440e-4f;
-  Expr p = 1.9875691500e-4f;
-  for (float a : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-    p = p * r + a;
-  p = p * r * r + r + 1.0f;
+  Expr r = fma(n, 2.12194440e-4f, fma(n, -0.693359375f, c));  // ln 2 in two parts (Cody and Waite)
+  Expr p = polynomial(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                          1.6666665459e-1f, 5.0000001201e-1f});
+  p = fma(p, r * r, r) + 1.0f;
   auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
   Expr half = ni >> 1;
   return select(nan_bits(x), x, p * power_of_two(half) * power_of_two(ni - half));
@@ -97,14 +113,11 @@ Expr vector_log(Expr x) {
 // Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
 Expr vector_tanh(Expr x) {
   Expr c = clamp(x, -9.0f, 9.0f), c2 = c * c;
-  Expr p = c2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-  for (float a : {-8.60467152213735e-11f, 5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
-                  4.89352455891786e-03f})
-    p = c2 * p + a;
-  p = c * p;
-  Expr q = c2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-  q = c2 * q + 2.26843463243900e-03f;
-  q = c2 * q + 4.89352518554385e-03f;
+  Expr p = c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f,
+                               5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
+                               4.89352455891786e-03f});
+  Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
+                           4.89352518554385e-03f});
   return select(nan_bits(x), x, p / q);
 }
 
