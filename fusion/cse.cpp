@@ -13,7 +13,7 @@ namespace {
 // Everything that makes two nodes compute the same value: op, attributes, and the same operands
 // read through the same views. Hashed and compared in place (no key is built per node).
 struct SameValueHash {
-  size_t operator()(const ir::Node* n) const {
+  uint64_t operator()(const ir::Node* n) const {
     uint64_t h = kFnvOffsetBasis;
     auto mix = [&](uint64_t v) { h = fnv1a64_word(h, v); };
     mix(uint64_t(n->op));
@@ -28,7 +28,7 @@ struct SameValueHash {
       mix(uint64_t(in.view.offset));
       for (auto st : in.view.strides) mix(uint64_t(st));
     }
-    return size_t(h);
+    return h;
   }
 };
 struct SameValue {
@@ -50,11 +50,17 @@ struct SameValue {
 
 void eliminate_common_subexpressions(Plan& plan) {
   // An open-addressing table of step indices (-1: empty), at most half full, kept between flushes
-  // (they run one at a time): a per-node hash-map entry was a large part of a tiny op's cost.
-  static std::vector<int32_t> table;
+  // (they run one at a time): a per-node hash-map entry was a large part of a tiny op's cost. Each
+  // slot keeps its hash's high bits too, so that a probe past another node compares numbers, not
+  // that node (one cache miss each).
+  struct Slot {
+    int32_t step;
+    uint32_t tag;
+  };
+  static std::vector<Slot> table;
   size_t capacity = 16;
   while (capacity < 2 * plan.steps.size()) capacity *= 2;
-  table.assign(capacity, -1);
+  table.assign(capacity, Slot{-1, 0});
   const size_t mask = capacity - 1;
   // A duplicate is stamped `redirected`, with the index of the step its readers now read.
   const uint64_t redirected = begin_pass();
@@ -65,13 +71,17 @@ void eliminate_common_subexpressions(Plan& plan) {
     for (auto& in : n.inputs)  // steps come in dependency order: inputs are already canonical
       if (in.node->pass == redirected) in.node = plan.steps[size_t(in.node->pass_value)].node;
     if (n.op == ir::Op::Input) continue;
-    size_t slot = SameValueHash{}(&n) & mask;
-    while (table[slot] >= 0 && !SameValue{}(plan.steps[size_t(table[slot])].node.get(), &n)) slot = (slot + 1) & mask;
-    if (table[slot] < 0) {
-      table[slot] = int32_t(i);
+    const uint64_t hash = SameValueHash{}(&n);
+    const uint32_t tag = uint32_t(hash >> 32);
+    size_t slot = hash & mask;
+    while (table[slot].step >= 0 &&
+           (table[slot].tag != tag || !SameValue{}(plan.steps[size_t(table[slot].step)].node.get(), &n)))
+      slot = (slot + 1) & mask;
+    if (table[slot].step < 0) {
+      table[slot] = Slot{int32_t(i), tag};
     } else if (!step.is_root) {
       n.pass = redirected;
-      n.pass_value = table[slot];
+      n.pass_value = table[slot].step;
       any = true;
     }
   }

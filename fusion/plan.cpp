@@ -10,32 +10,20 @@ uint64_t begin_pass() {
 }
 
 Plan make_plan(const std::vector<ir::NodePtr>& roots) {
-  const uint64_t visited = begin_pass();  // pass_value: 1 for a root, 0 for any other node
+  // Each pass over the nodes is a cache miss per node on a long segment: one walk does it all.
+  const uint64_t root = begin_pass();
+  for (const auto& r : roots) r->pass = root;
+  const uint64_t visited = begin_pass();
   // Iterative post-order DFS: a node is appended after all its pending inputs. The stack points
   // at the roots' and readers' own pointers (nothing changes them here): no reference counting.
-  static std::vector<std::pair<const ir::NodePtr*, size_t>> stack;  // flushes run one at a time
+  struct Visit {
+    const ir::NodePtr* node;
+    size_t next;  // the next input to look at
+    bool is_root;
+  };
+  static std::vector<Visit> stack;  // flushes run one at a time
   stack.clear();
   Plan plan;
-  for (const auto& r : roots) {
-    if (r->computed() || r->pass == visited) continue;
-    r->pass = visited;
-    r->pass_value = 0;
-    stack.push_back({&r, 0});
-    while (!stack.empty()) {
-      auto& [n, next] = stack.back();
-      const ir::Node& node = **n;
-      if (next < node.inputs.size()) {
-        const ir::NodePtr& in = node.inputs[next++].node;
-        if (in->computed() || in->pass == visited) continue;
-        in->pass = visited;
-        in->pass_value = 0;
-        stack.push_back({&in, 0});
-        continue;
-      }
-      plan.steps.push_back(Step{*n, false, {}});
-      stack.pop_back();
-    }
-  }
   // In the order the program traced them (a topological order too): the partitioner groups
   // steps in this order, and a value traced early (a loss's count of targets) is then ready
   // before the passes traced after it, which can compute its readers. The DFS's order follows
@@ -44,20 +32,37 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
   // first, in the DFS's order. Their own numbers do not count: a constant may be a node that an
   // earlier step of the program made and reused, and the order, hashed with the plan's
   // structure, must not depend on that.
-  auto leaf = [](const Step& s) { return s.node->inputs.empty(); };
-  uint64_t last = 0;
+  uint64_t last_seq = 0;
   bool in_order = true;
-  for (const Step& s : plan.steps) {
-    if (leaf(s)) continue;
-    in_order &= s.node->seq > last;
-    last = s.node->seq;
+  auto visit = [&](const ir::NodePtr& n) {
+    stack.push_back({&n, 0, n->pass == root});
+    n->pass = visited;
+  };
+  for (const auto& r : roots) {
+    if (r->computed() || r->pass == visited) continue;
+    visit(r);
+    while (!stack.empty()) {
+      Visit& top = stack.back();
+      const ir::Node& node = **top.node;
+      if (top.next < node.inputs.size()) {
+        const ir::NodePtr& in = node.inputs[top.next++].node;
+        if (!in->computed() && in->pass != visited) visit(in);  // may move `top`
+        continue;
+      }
+      if (!node.inputs.empty()) {
+        in_order &= node.seq > last_seq;
+        last_seq = node.seq;
+      }
+      plan.steps.push_back(Step{*top.node, top.is_root, {}});
+      stack.pop_back();
+    }
   }
-  if (!in_order)
+  if (!in_order) {
+    auto leaf = [](const Step& s) { return s.node->inputs.empty(); };
     std::stable_sort(plan.steps.begin(), plan.steps.end(), [&](const Step& a, const Step& b) {
       return (leaf(a) ? 0 : a.node->seq) < (leaf(b) ? 0 : b.node->seq);
     });
-  for (const auto& r : roots) r->pass_value = 1;
-  for (auto& step : plan.steps) step.is_root = step.node->pass_value == 1;
+  }
   return plan;
 }
 
