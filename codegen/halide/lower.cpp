@@ -918,11 +918,18 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   // Per-row outputs are written in the same loop (compute_with), not in a loop of their own that
   // would reduce every row again.
   Func main = per_element.empty() ? out_rows : out_elements;
+  const bool two_outputs = !per_element.empty() && !per_row.empty();
   auto once_per_row = [&](Func f) {  // one row only (its kept dims coalesced away): at the root
-    if (kept.empty())
+    if (kept.empty()) {
       f.compute_root();
-    else
-      f.compute_at(main, kept.front());
+      return;
+    }
+    f.compute_at(main, kept.front());
+    // Each turn of the loop the two outputs share (compute_with, below) is the same row of both,
+    // but Halide sizes what it computes there for the span between the two outputs' rows: buffers
+    // sized at run time (a malloc and a free per row) and sums kept in memory, not registers.
+    if (two_outputs)
+      for (const Var& v : kept) f.bound_extent(v, 1);
   };
   if (!per_element.empty()) out_elements.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   for (Func& f : stored_funcs) {
@@ -942,7 +949,14 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   if (!per_row.empty()) outputs.push_back(out_rows);
   if (!kept.empty()) {
     for (Func& f : outputs) parallel_tasks(f, kept.back(), product(L.extents) / L.extents[0]);
-    if (outputs.size() == 2) out_rows.compute_with(out_elements, kept.front());
+    if (outputs.size() == 2) {
+      out_rows.compute_with(out_elements, kept.front());
+      for (Func& f : outputs)  // a Tuple's other buffers follow its first
+        for (int d = 0; d < f.dimensions(); ++d) f.output_buffers()[0].dim(d).set_min(0);
+      for (size_t j = 0; j < kept.size(); ++j)
+        out_rows.output_buffers()[0].dim(int(j)).set_extent(
+            out_elements.output_buffers()[0].dim(int(j + reduced_count)).extent());
+    }
   }
   args = L.arguments;
   return Pipeline(outputs);
