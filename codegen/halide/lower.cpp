@@ -594,7 +594,10 @@ struct Accumulator {
   bool lanes = false;
   bool chunked = false;  // a whole domain in chunks: partial([u,] chunk)
   Var chunk{"chunk"};
-  RDom vectors;  // in lanes: the update of `partial`, one vector of the innermost dim per step
+  RDom vectors;  // in lanes: the update of `partial`, `width` elements of the innermost dim per step
+  // In lanes, two vectors a step: two chains of dependent additions (or maxima) run side by side,
+  // where one waited on each step's latency.
+  int width = 0;
   std::vector<int> reduces;
 
   // The value of reduction `j` (the j-th of `reduces`) at the kept coordinates.
@@ -618,8 +621,9 @@ struct Accumulator {
     bool numeric = true;
     for (int j : reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
     lanes = k.reduced.back() && numeric && !k.narrow_rows();
+    width = 2 * vec;
     const Expr inner_extent = L.extents[rank - 1];
-    const Expr whole = inner_extent / vec * vec;  // elements of a row in whole vectors
+    const Expr whole = inner_extent / width * width;  // elements of a row in whole steps
     Var u("u");
     std::vector<Expr> lhs(vars.begin(), vars.end());
 
@@ -667,7 +671,7 @@ struct Accumulator {
     };
     define(acc, vars, inits);
     // acc takes the partials read at `from` (over an RDom), then, in lanes, each row's last
-    // (extent % vec) elements; `r` is partial's update domain.
+    // (extent % width) elements; `r` is partial's update domain.
     auto combine_partials = [&](const std::vector<Expr>& from, const RDom& r) {
       std::vector<Expr> partials;
       for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
@@ -689,15 +693,15 @@ struct Accumulator {
       for (size_t d = 1; d < rank; ++d) row_elements = row_elements * L.extents[d];
       const Expr rows_per_chunk = max(1, kChunkVectors * (lanes ? vec : 1) / max(row_elements, 1));
       const Expr chunks = (L.extents[0] + rows_per_chunk - 1) / rows_per_chunk;
-      RDom r = reduced_domain(Range(0, inner_extent / vec), Range(0, rows_per_chunk));
+      RDom r = reduced_domain(Range(0, inner_extent / width), Range(0, rows_per_chunk));
       r.where(chunk * rows_per_chunk + r[int(rank) - 1] < L.extents[0]);
       std::vector<Var> p_lhs;
       if (lanes) p_lhs.push_back(u);
       p_lhs.push_back(chunk);
       define(partial, p_lhs, inits);
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
-                    values_at(r, lanes ? r[0] * vec + u : Expr(), chunk * rows_per_chunk));
-      RDom combined = lanes ? RDom(0, vec, 0, chunks) : RDom(0, chunks);
+                    values_at(r, lanes ? r[0] * width + u : Expr(), chunk * rows_per_chunk));
+      RDom combined = lanes ? RDom(0, width, 0, chunks) : RDom(0, chunks);
       std::vector<Expr> from{combined.x};
       if (lanes) from.push_back(combined.y);
       combine_partials(from, r);
@@ -710,23 +714,23 @@ struct Accumulator {
       Expr first_vector = 0;
       std::vector<Expr> from;
       if (chunked) {
-        const Expr whole_vectors = inner_extent / vec;
+        const Expr whole_vectors = inner_extent / width;
         p_lhs.push_back(chunk);
         r = RDom(0, kChunkVectors);
         r.where(chunk * kChunkVectors + r.x < whole_vectors);
         first_vector = chunk * kChunkVectors;
-        combined = RDom(0, vec, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
+        combined = RDom(0, width, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
         from = {combined.x, combined.y};
       } else {
         p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
-        r = reduced_domain(Range(0, inner_extent / vec));
-        combined = RDom(0, vec);
+        r = reduced_domain(Range(0, inner_extent / width));
+        combined = RDom(0, width);
         from = {combined.x};
         from.insert(from.end(), vars.begin(), vars.end());
       }
       define(partial, p_lhs, inits);
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
-                    values_at(r, (first_vector + r[0]) * vec + u));
+                    values_at(r, (first_vector + r[0]) * width + u));
       combine_partials(from, r);
     } else {
       rows = reduced_domain(Range(0, inner_extent));
@@ -898,7 +902,7 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
     // (one row ahead when rows are contiguous), and the next row's first phase finds it in cache.
     if (Accumulator& A = accumulators.back(); p == 1 && A.lanes)
       for (int r : streamed_reads(k, reducing, shared.store))
-        A.partial.update().prefetch(L.inputs[size_t(r)], A.vectors[0], A.vectors[0], L.extents[rank - 1] / vec,
+        A.partial.update().prefetch(L.inputs[size_t(r)], A.vectors[0], A.vectors[0], L.extents[rank - 1] / A.width,
                                     PrefetchBoundStrategy::NonFaulting);
     std::vector<Expr> at(kept.begin(), kept.end());
     for (size_t j = 0; j < reducing.size(); ++j) rows.reduced[reducing[j]] = accumulators.back().at(j, at);
