@@ -382,13 +382,15 @@ TEST(Fusion, ExpAndTanhStayWithinAFewUlpsOfTheExactValue) {
     for (size_t i = 0; i < x.size(); ++i) {
       const double want = exact(double(x[i]));
       if (std::fabs(want) < std::numeric_limits<float>::min()) continue;  // subnormal results: rounded once
-      const double ulp = std::nextafter(float(std::fabs(want)), std::numeric_limits<float>::infinity()) -
-                         float(std::fabs(want));
+      const double ulp =
+          std::nextafter(float(std::fabs(want)), std::numeric_limits<float>::infinity()) - float(std::fabs(want));
       worst = std::max(worst, std::fabs(double(got[i]) - want) / ulp);
     }
     return worst;
   };
-  auto from = [](std::vector<float> v) { return torch::from_blob(v.data(), {int64_t(v.size())}, torch::kFloat).clone(); };
+  auto from = [](std::vector<float> v) {
+    return torch::from_blob(v.data(), {int64_t(v.size())}, torch::kFloat).clone();
+  };
   const auto ex = sweep(-103.0f, 88.7f, 40000), th = sweep(-10.0f, 10.0f, 40000);
   const auto exp_got = (from(ex) * 1.0).exp().to_vector<float>();
   const auto tanh_got = (from(th) * 1.0).tanh().to_vector<float>();

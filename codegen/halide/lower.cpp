@@ -99,8 +99,8 @@ Expr vector_exp(Expr x) {
   Expr n = biased - round_bias;
   Expr ni = reinterpret(Int(32), biased) - reinterpret(Int(32), Expr(round_bias));
   Expr r = fma(n, 2.12194440e-4f, fma(n, -0.693359375f, c));  // ln 2 in two parts (Cody and Waite)
-  Expr p = polynomial(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                          1.6666665459e-1f, 5.0000001201e-1f});
+  Expr p = polynomial(
+      r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f});
   p = fma(p, r * r, r) + 1.0f;
   auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
   Expr half = ni >> 1;
@@ -113,11 +113,10 @@ Expr vector_log(Expr x) {
 // Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
 Expr vector_tanh(Expr x) {
   Expr c = clamp(x, -9.0f, 9.0f), c2 = c * c;
-  Expr p = c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f,
-                               5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
-                               4.89352455891786e-03f});
-  Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
-                           4.89352518554385e-03f});
+  Expr p =
+      c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
+                          1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
+  Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
   return select(nan_bits(x), x, p / q);
 }
 
