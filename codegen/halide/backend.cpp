@@ -47,7 +47,10 @@ halide_type_t storage_type(ScalarType t) {
   return {halide_type_float, 32, 1};
 }
 
-// A contiguous buffer over `data` with the given extents (outermost first).
+// A contiguous buffer over `data` with the given extents (outermost first), min 0 in every dim:
+// kernels are compiled assuming so (lower.cpp constrains the inputs' mins and inner strides and
+// two-output row kernels' output mins and extents; the target drops the checks): a cropped or
+// offset buffer would give wrong results, not an error.
 struct HalideBuffer {
   halide_buffer_t buf{};
   halide_dimension_t dims[kMaxDims]{};
