@@ -587,7 +587,7 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
 // elements. (Whole vectors only: clamping the tail's indices instead made every load a gather.)
 // Not for bool (any/all): bool vectors of this shape crashed LLVM's code with SIGILL.
 struct Accumulator {
-  static constexpr int kChunkVectors = 1024;
+  static constexpr int kChunkSteps = 1024;
   Func acc, partial;
   RDom rows;  // the reduced dims, when not in lanes
   bool lanes = false;
@@ -686,11 +686,11 @@ struct Accumulator {
     if (chunk_rows && vars.empty() && !(lanes && rank == 1)) {
       // A whole domain that is not one flat run of vectors: chunks of rows of dim 0, partial(u, c)
       // in lanes or partial(c), so that chunks run in parallel and each accumulator sums a bounded
-      // run (about kChunkVectors values per lane or scalar); then the chunks are combined.
+      // run (about kChunkSteps values per lane or scalar); then the chunks are combined.
       chunked = true;
       Expr row_elements = 1;
       for (size_t d = 1; d < rank; ++d) row_elements = row_elements * L.extents[d];
-      const Expr rows_per_chunk = max(1, kChunkVectors * (lanes ? vec : 1) / max(row_elements, 1));
+      const Expr rows_per_chunk = max(1, kChunkSteps * (lanes ? width : 1) / max(row_elements, 1));
       const Expr chunks = (L.extents[0] + rows_per_chunk - 1) / rows_per_chunk;
       RDom r = reduced_domain(Range(0, inner_extent / width), Range(0, rows_per_chunk));
       r.where(chunk * rows_per_chunk + r[int(rank) - 1] < L.extents[0]);
@@ -705,20 +705,20 @@ struct Accumulator {
       if (lanes) from.push_back(combined.y);
       combine_partials(from, r);
     } else if (lanes) {
-      // A whole flat domain (chunked) splits its vectors into chunks c of kChunkVectors:
+      // A whole flat domain (chunked) splits its steps into chunks c of kChunkSteps:
       // partial(u, c), so that the chunks run in parallel; then every chunk's lanes are combined.
       chunked = rank == 1;
       std::vector<Var> p_lhs{u};
       RDom r, combined;
-      Expr first_vector = 0;
+      Expr first_step = 0;
       std::vector<Expr> from;
       if (chunked) {
-        const Expr whole_vectors = inner_extent / width;
+        const Expr whole_steps = inner_extent / width;
         p_lhs.push_back(chunk);
-        r = RDom(0, kChunkVectors);
-        r.where(chunk * kChunkVectors + r.x < whole_vectors);
-        first_vector = chunk * kChunkVectors;
-        combined = RDom(0, width, 0, (whole_vectors + kChunkVectors - 1) / kChunkVectors);
+        r = RDom(0, kChunkSteps);
+        r.where(chunk * kChunkSteps + r.x < whole_steps);
+        first_step = chunk * kChunkSteps;
+        combined = RDom(0, width, 0, (whole_steps + kChunkSteps - 1) / kChunkSteps);
         from = {combined.x, combined.y};
       } else {
         p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());
@@ -729,7 +729,7 @@ struct Accumulator {
       }
       define(partial, p_lhs, inits);
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
-                    values_at(r, (first_vector + r[0]) * width + u));
+                    values_at(r, (first_step + r[0]) * width + u));
       combine_partials(from, r);
     } else {
       rows = reduced_domain(Range(0, inner_extent));
