@@ -33,6 +33,18 @@ kiln::Stats count(F&& f) {
   return kiln::stats();
 }
 
+// `values()` on the Halide backend, then on the interpreter: {fused, reference}. The caller holds
+// a HalideBackend, which restores the configuration.
+template <typename F>
+auto fused_and_reference(F&& values) {
+  kiln::config().backend = "halide";
+  auto fused = values();
+  kiln::config().backend = "interp";
+  auto reference = values();
+  kiln::config().backend = "halide";
+  return std::make_pair(std::move(fused), std::move(reference));
+}
+
 torch::Tensor gelu_chain(const torch::Tensor& x) {  // the tanh form, nine elementwise ops
   auto x3 = x * x * x;
   auto inner = (x + x3 * 0.044715) * 0.7978845608;
@@ -152,17 +164,19 @@ TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
   }
 }
 
-// A reduction to one value runs its vectors in chunks of 1024 (in parallel from 65536 elements),
-// then the scalar tail: sizes on either side of each boundary, sum (two in one kernel), max with
-// a NaN and min, against the interpreter; one kernel each.
+// A reduction to one value runs its steps (two vectors: 32 floats with AVX-512, 16 with AVX2) in
+// chunks of 1024 steps (in parallel from 65536 elements), then the scalar tail: sizes on either
+// side of each boundary for both step widths, sum (two in one kernel), max with a NaN and min,
+// against the interpreter; one kernel each.
 TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
   HalideBackend halide;
-  for (int64_t n : {1, 15, 16, 17, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 17, 65536 + 3, 300001}) {
+  for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 17, 32 * 1024 - 1, 32 * 1024,
+                    32 * 1024 + 33, 65536 + 3, 300001}) {
     std::vector<float> data(static_cast<size_t>(n));
     for (size_t i = 0; i < data.size(); ++i) data[i] = float((i * 7919) % 1013) / 100 - 5;
     if (n > 20000) data[size_t(n - 20000)] = std::numeric_limits<float>::quiet_NaN();
-    auto run = [&](const std::string& backend, int64_t* launches) {
-      kiln::config().backend = backend;
+    int64_t launches = 0;
+    const auto [fused, reference] = fused_and_reference([&] {
       torch::Tensor x = torch::from_blob(data.data(), {n}, torch::kFloat).clone();
       kiln::sync();
       std::vector<float> out;
@@ -170,12 +184,9 @@ TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
         auto y = x * 0.5;
         out = torch::stack({y.sum() + (y * y).mean(), x.max(), x.min(), x.abs().sum()}).to_vector<float>();
       });
-      if (launches) *launches = stats.kernel_launches;
-      kiln::config().backend = "halide";
+      if (kiln::config().backend == "halide") launches = stats.kernel_launches;
       return out;
-    };
-    int64_t launches = 0;
-    const auto fused = run("halide", &launches), reference = run("interp", nullptr);
+    });
     ASSERT_EQ(fused.size(), reference.size());
     for (size_t i = 0; i < fused.size(); ++i) {
       if (std::isnan(reference[i]))
@@ -195,8 +206,7 @@ TEST(Fusion, ReductionsToOneValueMatchTheInterpreterAtEverySize) {
 TEST(Fusion, ReductionsToOneValueOfViewsMatchTheInterpreter) {
   HalideBackend halide;
   for (auto [rows, width] : {std::pair<int64_t, int64_t>{5, 7}, {3, 50000}, {4099, 17}, {70001, 5}}) {
-    auto run = [&](const std::string& backend) {
-      kiln::config().backend = backend;
+    const auto [fused, reference] = fused_and_reference([&] {
       torch::manual_seed(9);
       auto a = torch::randn({rows, width})
                    .masked_fill(torch::arange(rows * width).reshape({rows, width}) == rows / 2 * width + width / 2,
@@ -207,10 +217,8 @@ TEST(Fusion, ReductionsToOneValueOfViewsMatchTheInterpreter) {
                                (t < 100.0).all().to(torch::kFloat), e.t().sum(), (e.t() * 0.5).mean(),
                                torch::randn({rows}).reshape({rows, 1}).expand({rows, width}).t().sum()})
                      .to_vector<float>();
-      kiln::config().backend = "halide";
       return out;
-    };
-    const auto fused = run("halide"), reference = run("interp");
+    });
     ASSERT_EQ(fused.size(), reference.size());
     for (size_t i = 0; i < fused.size(); ++i) {
       if (std::isnan(reference[i]))
@@ -229,8 +237,7 @@ TEST(Fusion, ReductionsToOneValueOfViewsMatchTheInterpreter) {
 TEST(Fusion, RowsInParallelTasksAndTilesMatchTheInterpreter) {
   HalideBackend halide;
   for (auto [rows, width] : {std::pair<int64_t, int64_t>{1000, 67}, {4099, 17}, {3, 40000}, {70000, 1}}) {
-    auto run = [&](const std::string& backend) {
-      kiln::config().backend = backend;
+    const auto [fused, reference] = fused_and_reference([&] {
       torch::manual_seed(5);
       auto a = torch::randn({rows, width}), b = torch::randn({width}), c = torch::randn({rows, 1});
       auto e = (a - a.amax({1}, true)).exp();
@@ -238,10 +245,8 @@ TEST(Fusion, RowsInParallelTasksAndTilesMatchTheInterpreter) {
                              (e / e.sum({1}, true)).reshape({-1}), (a.t() + b.reshape({width, 1})).reshape({-1}),
                              (a.t() * 2).contiguous().reshape({-1})})
                      .to_vector<float>();
-      kiln::config().backend = "halide";
       return out;
-    };
-    const auto fused = run("halide"), reference = run("interp");
+    });
     ASSERT_EQ(fused.size(), reference.size());
     int reported = 0;
     for (size_t i = 0; i < fused.size(); ++i)
