@@ -61,6 +61,11 @@ bool reshaped_identity_view(const ir::Operand& o) {
 bool identity_view(const ir::Operand& o) { return o.view.sizes == o.node->shape && reshaped_identity_view(o); }
 
 constexpr int kRecomputeLimit = 12;  // nodes a consumer may recompute rather than read
+// Kernels stay small enough to compile quickly: Halide's lowering takes time that grows faster than
+// a kernel's size (2000 dependent tiny ops compiled for 60 s as one kernel; an Adam step over 40
+// parameters, 15 s). A group of kGroupNodes members takes no more independent computations (the
+// next parameter's update starts a kernel of its own), and one of twice that takes nothing more.
+constexpr size_t kGroupNodes = 128;
 constexpr int64_t kMaxRowElements = 1 << 16;    // a row kernel's row stays in cache
 constexpr int kMaxRowKernelElementOutputs = 1;  // see Partitioner::run
 
@@ -233,17 +238,25 @@ class Partitioner {
           return is_const(*in.node) || (j >= 0 && kernel_of_[j] == p && reshaped_identity_view(in));
         });
       };
+      // Group p is not full (kGroupNodes), or this node continues a computation in it.
+      auto has_room = [&](int p) {
+        const size_t size = protos_[p].members.size();
+        if (size < kGroupNodes || is_const(nd)) return true;
+        return size < 2 * kGroupNodes && !reads_members(p, [](const ir::Operand&, int) { return false; });
+      };
       if (is_pointwise(nd)) {
-        if (latest >= 0 && protos_[latest].kind == Kernel::Kind::Reduction && epilogue_of(latest)) {
+        const bool latest_has_room = latest >= 0 && has_room(latest);
+        if (latest_has_room && protos_[latest].kind == Kernel::Kind::Reduction && epilogue_of(latest)) {
           join = latest;  // epilogue
           per_row = true;
-        } else if (latest >= 0 && rows_allowed(latest) && protos_[latest].domain == nd.shape && reads_in_row(latest)) {
+        } else if (latest_has_room && rows_allowed(latest) && protos_[latest].domain == nd.shape &&
+                   reads_in_row(latest)) {
           join = latest;  // per element of a row kernel
         } else {
           // The earliest eligible group: it keeps later reductions free to share a pass.
           const int first = std::max({latest, 0, int(protos_.size()) - 8});
           for (int p = first; p < int(protos_.size()); ++p) {
-            if (protos_[p].kind != Kernel::Kind::Pointwise || protos_[p].domain != nd.shape) continue;
+            if (protos_[p].kind != Kernel::Kind::Pointwise || protos_[p].domain != nd.shape || !has_room(p)) continue;
             if (reads_in_place(p)) {
               join = p;
               break;
@@ -254,7 +267,7 @@ class Partitioner {
           // at hand where the reduction's consumers per element are computed.
           if (!is_const(nd))
             for (int p = std::max(first, latest + 1); join < 0 && p < int(protos_.size()); ++p)
-              if (protos_[p].kind == Kernel::Kind::Reduction && protos_[p].out_shape == nd.shape) {
+              if (protos_[p].kind == Kernel::Kind::Reduction && protos_[p].out_shape == nd.shape && has_room(p)) {
                 join = p;
                 per_row = true;
               }
@@ -265,7 +278,9 @@ class Partitioner {
         // (LayerNorm's backward sums two rows at once), if neither needs the other.
         for (int p = int(protos_.size()) - 1; p >= std::max(latest, 0) && p >= int(protos_.size()) - 8; --p) {
           const Proto& q = protos_[p];
-          if (q.kind != Kernel::Kind::Reduction || q.domain != nd.inputs[0].view.sizes || q.axes != nd.ints) continue;
+          if (q.kind != Kernel::Kind::Reduction || q.domain != nd.inputs[0].view.sizes || q.axes != nd.ints ||
+              !has_room(p))
+            continue;
           // Reading something this kernel computes, it is a later phase of a row kernel, or else
           // a kernel of its own.
           if (p == latest && !(rows_allowed(p) && reads_in_row(p))) break;
@@ -337,8 +352,10 @@ class Partitioner {
       } else if (!can_inline) {
         materialize_[j] = true;
       } else {
-        // Computed once elsewhere, or cheap enough to compute again.
-        const bool moved = !used_at_home && other_kernels.size() == 1;
+        // Computed once elsewhere, or cheap enough to compute again. (Not moved out of a full
+        // group, kGroupNodes: its reader would take in the whole group, and the cap would not hold.)
+        const bool moved =
+            !used_at_home && other_kernels.size() == 1 && protos_[kernel_of_[j]].members.size() < kGroupNodes;
         materialize_[j] = !moved && recompute_cost(j) > kRecomputeLimit;
       }
     }

@@ -102,6 +102,53 @@ TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
   EXPECT_LE(s.kernel_launches, 4);
 }
 
+// A long chain of elementwise ops is cut into kernels of bounded size (fusion/partition.cpp,
+// kGroupNodes): as one kernel, 2000 ops took Halide a minute to compile. Kernels of the same
+// structure compile once, and the result is the interpreter's.
+TEST(Fusion, LongChainsAreCutIntoKernelsOfBoundedSize) {
+  HalideBackend halide;
+  auto chain = [] {
+    auto x = torch::arange(8).to(torch::kFloat) - 3.0;
+    for (int i = 0; i < 500; ++i) x = torch::relu(x * 1.0001 + 0.0001) * 0.9999 - 0.00005;
+    return x.to_vector<float>();
+  };
+  chain();  // compiles
+  kiln::Stats s;
+  std::vector<float> fused;
+  s = count([&] { fused = chain(); });
+  // 500 steps of five nodes (a relu is a compare and a select) in kernels of at most 256.
+  EXPECT_GE(s.kernel_launches, 2500 / 256);
+  EXPECT_LE(s.kernel_launches, 2 * 2500 / 128);
+  auto [again, reference] = fused_and_reference(chain);
+  EXPECT_EQ(again, fused);
+  expect_near_all(fused, reference);
+}
+
+// A recurrence with an output every step: the values later outputs share nest one level per
+// step, and all but the last few levels are computed in loops of their own (codegen/halide/
+// lower.cpp, kLevelsPerVector). Over a 2-D domain (a broadcast row) large enough to run in
+// parallel, the result is the interpreter's.
+TEST(Fusion, RecurrencesWithAnOutputEveryStepMatchTheInterpreter) {
+  HalideBackend halide;
+  auto program = [] {
+    auto acc = torch::arange(300 * 257).to(torch::kFloat).reshape({300, 257}) * 1e-5;
+    auto row = torch::arange(257).to(torch::kFloat) * 0.01;
+    std::vector<torch::Tensor> steps;  // read after the loop: one segment, one kernel
+    for (int k = 0; k < 8; ++k) {
+      acc = torch::exp(-acc * acc) * 0.5 + acc * 0.9 + row * (k % 3);
+      steps.push_back(acc);
+    }
+    std::vector<float> values;
+    for (auto& step : steps) {
+      auto v = step.to_vector<float>();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    return values;
+  };
+  auto [fused, reference] = fused_and_reference(program);
+  expect_near_all(fused, reference);
+}
+
 TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
   HalideBackend halide;
   torch::manual_seed(0);

@@ -381,6 +381,12 @@ int op_cost(Op op) {
 // store per vector: LayerNorm's backward row kernel (a value of 5 operations, read by a sum and
 // the output) ran 270 us per step with it stored at 4, 208 us recomputed.
 constexpr int kStoreAbove = 8;
+// Stored values come in levels, each a Func that reads the ones before. A pointwise kernel
+// computes its last kLevelsPerVector levels per vector, in registers (the benchmarks' deepest
+// kernel has 4); earlier ones each in a loop of its own over the domain, in memory. Halide's
+// compile time grows steeply with the number of Funcs nested in one loop: a recurrence with an
+// output every step compiled 60 steps in 29 s with every level per vector, 4.4 s so.
+constexpr size_t kLevelsPerVector = 4;
 
 // Per-element values that several roots compute from (outputs, reductions):
 // Halide computes each root's expression on its own, so a value shared by two is computed twice
@@ -543,9 +549,17 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
         schedule_pointwise(f, vars, vec, product(L.extents), L.extents[k.domain.size() - 1], L.extents[0]);
     }
   }
-  for (Func& f : stored_funcs)  // a rank-2 or more kernel loops over vectors in x0 (vectorize_rows)
-    f.compute_at(funcs[0], vars.size() == 1 ? vector_loop() : vars[0])
-        .vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  for (size_t level = 0; level < stored_funcs.size(); ++level) {
+    Func& f = stored_funcs[level];
+    if (level + kLevelsPerVector >= stored_funcs.size()) {
+      // A rank-2 or more kernel loops over vectors in x0 (vectorize_rows).
+      f.compute_at(funcs[0], vars.size() == 1 ? vector_loop() : vars[0]);
+    } else {
+      f.compute_root();
+      parallel_tasks(f, vars.back(), product(L.extents) / L.extents[0]);
+    }
+    f.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
+  }
   args = L.arguments;
   return Pipeline(funcs);
 }
