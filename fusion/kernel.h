@@ -52,6 +52,9 @@ struct Kernel {
   // A reduction whose innermost reduced dim is shorter than half a vector (pooling windows): it is
   // vectorized across the kept dims instead of along its rows.
   bool narrow_rows() const { return kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8; }
+  // A narrow-rows reduction's window: its reduced dims of at most 8 elements have their extents
+  // compiled in, so that the window's loops unroll into registers. 0 for other dims and kernels.
+  int64_t window_extent(size_t d) const { return narrow_rows() && reduced[d] && domain[d] <= 8 ? domain[d] : 0; }
   // A pointwise kernel whose innermost dim is a few elements (a pooling window's width): that
   // extent is compiled in, and the loops run it unrolled inside vectors along the next dim.
   int64_t tiny_inner() const {

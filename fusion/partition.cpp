@@ -520,7 +520,11 @@ std::string Kernel::key() const {
   number(int64_t(domain.size()));
   key += ':';
   for (bool r : reduced) key += r ? 'r' : 'k';
-  if (narrow_rows()) key += 'n';
+  if (narrow_rows()) {
+    key += 'n';
+    for (size_t d = 0; d < domain.size(); ++d)
+      if (window_extent(d)) number(window_extent(d));
+  }
   if (tiny_inner()) {
     key += 'e';
     number(tiny_inner());

@@ -277,6 +277,44 @@ TEST(Fusion, ReductionsToOneValueOfViewsMatchTheInterpreter) {
   }
 }
 
+// Pooling windows are narrow rows (codegen/halide: their extents compiled in, the window unrolled,
+// 8- or 4-wide vectors along the pooled width, the last shifted inwards); the gradients write
+// through tiny inner dims (interleaved stores). Widths around both vector sizes, tiles (2x2) and
+// overlapping windows (3x3 stride 2), ties (the gradient shared), NaN and -inf, against the
+// interpreter: forward values and the input's gradient.
+TEST(Fusion, PoolingWindowsMatchTheInterpreter) {
+  HalideBackend halide;
+  for (int64_t width : {4, 6, 7, 8, 15, 16, 17, 28, 33}) {
+    const auto [fused, reference] = fused_and_reference([&] {
+      torch::manual_seed(5);
+      auto x = (torch::randn({2, 3, 6, width}) * 2).to(torch::kLong).to(torch::kFloat);  // ties in many windows
+      x = x.masked_fill(torch::arange(x.numel()).reshape(x.sizes()) == 7, std::numeric_limits<float>::quiet_NaN());
+      x = x.masked_fill(torch::arange(x.numel()).reshape(x.sizes()) == 40, -std::numeric_limits<float>::infinity());
+      x.requires_grad_(true);
+      auto tiles = torch::max_pool2d(x, 2);
+      auto overlapping = torch::max_pool2d(x, 3, 2, 1);
+      auto average = torch::avg_pool2d(x, 2);
+      ((tiles * 1.5).sum() + (overlapping * 0.5).sum() + average.sum()).backward();
+      std::vector<float> values;
+      for (const auto& t : std::vector<torch::Tensor>{tiles, overlapping, average, x.grad()}) {
+        auto v = t.to_vector<float>();
+        values.insert(values.end(), v.begin(), v.end());
+      }
+      return values;
+    });
+    ASSERT_EQ(fused.size(), reference.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      if (std::isnan(reference[i]))
+        EXPECT_TRUE(std::isnan(fused[i])) << "width " << width << " value " << i;
+      else if (std::isinf(reference[i]))
+        EXPECT_EQ(fused[i], reference[i]) << "width " << width << " value " << i;
+      else
+        EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])))
+            << "width " << width << " value " << i;
+    }
+  }
+}
+
 // From 65536 elements, kernels over rows run in parallel tasks of several rows (codegen/halide:
 // parallel_tasks), the last task shorter: pointwise kernels with a broadcast operand, row and
 // column sums, a row kernel (softmax) and kernels reading a transposed view (in tiles) at row

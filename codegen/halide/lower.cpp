@@ -647,6 +647,7 @@ struct Accumulator {
       for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
         region.push_back(lanes && *it == rank - 1          ? inner
                          : *it == 0 && outer.min.defined() ? outer
+                         : k.window_extent(*it)            ? Range(0, int(k.window_extent(*it)))
                                                            : Range(0, L.extents[*it]));
       return RDom(region);
     };
@@ -666,7 +667,10 @@ struct Accumulator {
         x = convert(x, k.nodes[j].node->dtype);
         // An update that does not mention the RDom runs once, not once per element: a prologue of
         // constants only (the gradient of a broadcast scalar) must still be summed over the domain.
-        if (!reduced_dims.empty() && !x.type().is_bool()) x = x + cast(x.type(), r[0] * 0);
+        // (Only then: strict_float keeps x + 0, an add per element.)
+        bool uses_r = false;
+        for (int d = 0; d < r.dimensions(); ++d) uses_r |= Internal::expr_uses_var(x, r[d].name());
+        if (!reduced_dims.empty() && !x.type().is_bool() && !uses_r) x = x + cast(x.type(), r[0] * 0);
         xs.push_back(x);
       }
       return xs;
@@ -812,8 +816,15 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     const Expr width = L.extents[kept_dims.back()];
     for (int w : {8, 4}) out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
     out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
-    // The accumulators in 4-wide vectors: whole ones for either width above.
-    acc.compute_at(out, xo).store_in(MemoryType::Stack).vectorize(vars[0], 4, TailStrategy::GuardWithIf);
+    // The accumulators in vectors as wide as the outputs'.
+    acc.compute_at(out, xo).store_in(MemoryType::Stack);
+    for (int w : {8, 4}) {
+      acc.specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
+      Stage update = acc.update().specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
+      for (int d = 0; d < A.rows.dimensions(); ++d)  // the window, its extents compiled in
+        if (A.rows[d].extent().as<Internal::IntImm>()) update.unroll(A.rows[d]);
+    }
+    acc.vectorize(vars[0], 4, TailStrategy::GuardWithIf);
     acc.update().vectorize(vars[0], 4, TailStrategy::GuardWithIf);
   } else if (!vars.empty()) {
     acc.compute_at(out, vars.back());
@@ -979,6 +990,20 @@ Pipeline build_rows(Lowering& L, std::vector<Argument>& args) {
   return Pipeline(outputs);
 }
 
+// Outputs are contiguous buffers at min 0 (backend.cpp): their strides follow from their extents,
+// and a tiny inner dim's extent is compiled in. Known strides let Halide store a vector that
+// steps over a tiny dim as dense interleaved stores: with the stride an argument, each was a
+// scatter (a pooling gradient's 2x2 windows, stored 8 lanes at a time at stride 2). Only a
+// Tuple's first buffer takes constraints; the others follow its mins and extents.
+void constrain_output(const fusion::Kernel& k, Func f) {
+  OutputImageParam out = f.output_buffers()[0];
+  for (int d = 0; d < f.dimensions(); ++d) {
+    out.dim(d).set_min(0);
+    if (d > 0) out.dim(d).set_stride(out.dim(d - 1).stride() * out.dim(d - 1).extent());
+  }
+  if (const int64_t e = k.tiny_inner()) out.dim(0).set_extent(int(e));
+}
+
 }  // namespace
 
 // Any rebuild of the lowering may change generated code for an unchanged key: cached kernels
@@ -995,6 +1020,7 @@ void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const
     Pipeline p = kernel.row_kernel()                              ? build_rows(L, args)
                  : kernel.kind == fusion::Kernel::Kind::Reduction ? build_reduction(L, args)
                                                                   : build_pointwise(L, args);
+    for (Func f : p.outputs()) constrain_output(kernel, f);
     // The statement first: it is what to read when compiling fails or hangs.
     if (!dump_dir.empty()) p.compile_to_lowered_stmt(dump_dir + "/" + name + ".stmt", args, Text, kernel_target());
     p.compile_to_object(object_path, args, name, kernel_target());
