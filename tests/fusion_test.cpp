@@ -488,11 +488,15 @@ TEST(Fusion, ExpAndTanhStayWithinAFewUlpsOfTheExactValue) {
   EXPECT_LE(worst_ulps(ex, exp_got, [](double v) { return std::exp(v); }), 1.5);
   EXPECT_LE(worst_ulps(th, tanh_got, [](double v) { return std::tanh(v); }), 5.0);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const auto special = (from({nan, inf, -inf, 0.0f}) * 1.0).tanh().to_vector<float>();
+  const auto special = (from({nan, inf, -inf, 0.0f, 1e-37f, -5e-39f, 3e-4f}) * 1.0).tanh().to_vector<float>();
   EXPECT_TRUE(std::isnan(special[0]));
   EXPECT_EQ(special[1], 1.0f);
   EXPECT_EQ(special[2], -1.0f);
   EXPECT_EQ(special[3], 0.0f);
+  // Near and below the smallest normal float tanh(x) is x, digit for digit.
+  EXPECT_EQ(special[4], 1e-37f);
+  EXPECT_EQ(special[5], -5e-39f);
+  EXPECT_EQ(special[6], float(std::tanh(double(3e-4f))));
 }
 
 // Cross-entropy picks the target's logit with a one-hot sum (frontend/losses.cpp): fused, its

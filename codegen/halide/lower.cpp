@@ -117,7 +117,9 @@ Expr vector_tanh(Expr x) {
       c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
                           1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
   Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
-  return select(nan_bits(x), x, p / q);
+  // Below 0.0004, tanh(x) rounds to x (x^3 / 3 is under half an ulp); far below, near the
+  // smallest normal floats, p would go subnormal and lose digits (Eigen tests the same bound).
+  return select(nan_bits(x) || abs(x) < 0.0004f, x, p / q);
 }
 
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
