@@ -432,6 +432,26 @@ TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
 
 // Float32 exp is computed in vectors (codegen/halide/lower.cpp, vector_exp) up to the largest x
 // whose exp is finite (it stopped at 88 before: exp(88.6) came out as exp(88)).
+// x != x is how programs find NaN; Halide's simplifier folds a value compared with itself
+// (codegen/halide/lower.cpp keeps the NaN answer), in float32 and float64, as the interpreter.
+TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
+  HalideBackend halide;
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    const auto [fused, reference] = fused_and_reference([&] {
+      const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+      auto x = torch::tensor(std::vector<double>{1, nan, -inf, 0, nan}).to(dtype) * 2.0;
+      std::vector<float> values;
+      for (const auto& t : std::vector<torch::Tensor>{x != x, x == x, x <= x, x >= x, x<x, x> x}) {
+        auto v = t.to(torch::kFloat).to_vector<float>();
+        values.insert(values.end(), v.begin(), v.end());
+      }
+      return values;
+    });
+    EXPECT_EQ(fused, reference);
+    EXPECT_EQ(std::vector<float>(fused.begin(), fused.begin() + 5), (std::vector<float>{0, 1, 0, 0, 1}));
+  }
+}
+
 TEST(Fusion, ExpNearOverflowAndUnderflowMatchesTheInterpreter) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> data{88.0f,  88.3f,   88.6f, 88.72f, 88.7228f, 88.73f, 89.0f, -87.0f, -87.3f,

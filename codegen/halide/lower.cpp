@@ -84,7 +84,11 @@ Expr polynomial(Expr x, std::initializer_list<float> c) {
 // runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
 // Under strict_float, Halide's is_nan and floor are runtime calls too: NaN is tested on the bits,
 // and rounding is done by adding a bias (vector_exp).
-Expr nan_bits(Expr x) { return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000; }
+Expr nan_bits(Expr x) {
+  if (x.type().bits() == 64)
+    return (reinterpret(Int(64), x) & Expr(int64_t(0x7fffffffffffffff))) > Expr(int64_t(0x7ff0000000000000));
+  return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000;
+}
 Expr vector_exp(Expr x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
   // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
@@ -156,6 +160,22 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Min:
       if (t.is_bool()) return a[0] && a[1];
       return is_float(a[0]) ? select(is_nan(a[0]) || is_nan(a[1]), a[0] + a[1], min(a[0], a[1])) : min(a[0], a[1]);
+    default: break;
+  }
+  // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
+  // for a float that may be NaN, the answer depends on whether it is one (x != x is how
+  // programs ask).
+  if (ir::op_kind(n.op) == ir::OpKind::Compare && is_float(a[0]) && Internal::equal(a[0], a[1])) {
+    const Expr nan = nan_bits(a[0]);
+    switch (n.op) {
+      case Op::Eq:
+      case Op::Le:
+      case Op::Ge: return !nan;
+      case Op::Ne: return nan;
+      default: return const_false();
+    }
+  }
+  switch (n.op) {
     case Op::Eq: return a[0] == a[1];
     case Op::Ne: return a[0] != a[1];
     case Op::Lt: return a[0] < a[1];
