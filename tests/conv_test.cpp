@@ -122,6 +122,28 @@ TEST_F(Conv, PoolingMatchesDirectLoops) {
   EXPECT_NEAR(padded.to_vector<double>()[0], at(0, 0, 0, 0) / 4, 1e-6);
 }
 
+// max_pool2d's gradient goes to one entry per window, as PyTorch's indices pick it: the first
+// maximum in row-major order (ties after a ReLU are common), or the last NaN; overlapping windows
+// add up at entries they share. amax, by contrast, shares it among ties.
+TEST_F(Conv, MaxPoolGradientGoesToTheFirstMaximum) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = kiln::tensor(std::vector<double>{1, 1, 0, 2,    //
+                                              1, 0, 2, 2,    //
+                                              nan, 3, 5, 5,  //
+                                              nan, 5, 5, 4})
+                 .reshape({1, 1, 4, 4})
+                 .requires_grad_(true);
+  kiln::max_pool2d(x, 2).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0}));
+  // 3x3 windows at stride 1 over a constant image: every window picks its top-left entry.
+  Tensor c = kiln::full({1, 1, 4, 4}, 2.0, kiln::kFloat64).requires_grad_(true);
+  kiln::max_pool2d(c, 3, 1).sum().backward();
+  EXPECT_EQ(c.grad().to_vector<double>(), (std::vector<double>{1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  Tensor a = kiln::full({2, 2}, 2.0, kiln::kFloat64).requires_grad_(true);
+  a.amax().backward();
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{0.25, 0.25, 0.25, 0.25}));
+}
+
 TEST_F(Conv, ConstantPad) {
   Tensor x = kiln::arange(6.0).reshape({2, 3});
   Tensor y = F::pad(x, F::PadFuncOptions({1, 0, 0, 2}).value(-1));
