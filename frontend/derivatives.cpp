@@ -40,7 +40,9 @@ bool column_major(const BackwardArgs& a, size_t i) {
 // PyTorch's max pooling indices pick it: the first in row-major order, or, where m is NaN, the
 // last NaN; 0 elsewhere. (ReduceMax with attrs.scalar set: max_pool2d's windows.) An entry's flat
 // index e within its block is compared with the block's pick, max over the block of e at NaNs
-// (the last) when m is NaN, else of -e at equals (the first).
+// (the last) when m is NaN, else of -e at equals (the first). One case differs from libtorch: a
+// padded window whose entries are all -inf picks its first entry even in the padding (filled with
+// -inf), where the gradient is dropped; libtorch picks the first entry inside the image.
 Tensor first_maximum(const Tensor& x, const Tensor& m, const std::vector<int64_t>& axes, ScalarType dtype) {
   Shape block(size_t(x.dim()), 1);
   int64_t entries = 1;

@@ -64,7 +64,8 @@ constexpr int kRecomputeLimit = 12;  // nodes a consumer may recompute rather th
 // Kernels stay small enough to compile quickly: Halide's lowering takes time that grows faster than
 // a kernel's size (2000 dependent tiny ops compiled for 60 s as one kernel; an Adam step over 40
 // parameters, 15 s). A group of kGroupNodes members takes no more independent computations (the
-// next parameter's update starts a kernel of its own), and one of twice that takes nothing more.
+// next parameter's update starts a kernel of its own), and one of twice that takes nothing more
+// but constants (which every reader computes inline).
 constexpr size_t kGroupNodes = 128;
 constexpr int64_t kMaxRowElements = 1 << 16;    // a row kernel's row stays in cache
 constexpr int kMaxRowKernelElementOutputs = 1;  // see Partitioner::run
@@ -520,10 +521,12 @@ std::string Kernel::key() const {
   number(int64_t(domain.size()));
   key += ':';
   for (bool r : reduced) key += r ? 'r' : 'k';
-  if (narrow_rows()) {
+  if (narrow_rows()) {  // the compiled-in window extents, one per dim (0: an argument)
     key += 'n';
-    for (size_t d = 0; d < domain.size(); ++d)
-      if (window_extent(d)) number(window_extent(d));
+    for (size_t d = 0; d < domain.size(); ++d) {
+      number(window_extent(d));
+      key += ',';
+    }
   }
   if (tiny_inner()) {
     key += 'e';
