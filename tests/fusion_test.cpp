@@ -59,10 +59,29 @@ std::vector<float> loss_and_gradient(const torch::Tensor& loss, const torch::Ten
   return out;
 }
 
-void expect_near_all(const std::vector<float>& fused, const std::vector<float>& reference) {
-  ASSERT_EQ(fused.size(), reference.size());
-  for (size_t i = 0; i < fused.size(); ++i)
-    EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i]))) << "value " << i;
+// Each value within `tolerance` (relative, plus as much absolute), NaN where the reference has
+// NaN and infinities exactly; `what` names the case in a failure.
+void expect_near_all(const std::vector<float>& fused, const std::vector<float>& reference, double tolerance = 1e-5,
+                     const std::string& what = "") {
+  ASSERT_EQ(fused.size(), reference.size()) << what;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (std::isnan(reference[i]))
+      EXPECT_TRUE(std::isnan(fused[i])) << what << " value " << i;
+    else if (std::isinf(reference[i]))
+      EXPECT_EQ(fused[i], reference[i]) << what << " value " << i;
+    else
+      EXPECT_NEAR(fused[i], reference[i], tolerance * (1 + std::fabs(reference[i]))) << what << " value " << i;
+  }
+}
+
+// The tensors' values (as float32), one tensor after another.
+std::vector<float> values_of(const std::vector<torch::Tensor>& tensors) {
+  std::vector<float> values;
+  for (const auto& t : tensors) {
+    auto v = t.to(torch::kFloat).to_vector<float>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  return values;
 }
 
 }  // namespace
@@ -138,12 +157,7 @@ TEST(Fusion, RecurrencesWithAnOutputEveryStepMatchTheInterpreter) {
       acc = torch::exp(-acc * acc) * 0.5 + acc * 0.9 + row * (k % 3);
       steps.push_back(acc);
     }
-    std::vector<float> values;
-    for (auto& step : steps) {
-      auto v = step.to_vector<float>();
-      values.insert(values.end(), v.begin(), v.end());
-    }
-    return values;
+    return values_of(steps);
   };
   auto [fused, reference] = fused_and_reference(program);
   expect_near_all(fused, reference);
@@ -296,36 +310,20 @@ TEST(Fusion, PoolingWindowsMatchTheInterpreter) {
       auto overlapping = torch::max_pool2d(x, 3, 2, 1);
       auto average = torch::avg_pool2d(x, 2);
       ((tiles * 1.5).sum() + (overlapping * 0.5).sum() + average.sum()).backward();
-      std::vector<float> values;
-      for (const auto& t : std::vector<torch::Tensor>{tiles, overlapping, average, x.grad()}) {
-        auto v = t.to_vector<float>();
-        values.insert(values.end(), v.begin(), v.end());
-      }
-      return values;
+      return values_of({tiles, overlapping, average, x.grad()});
     });
-    ASSERT_EQ(fused.size(), reference.size());
-    for (size_t i = 0; i < fused.size(); ++i) {
-      if (std::isnan(reference[i]))
-        EXPECT_TRUE(std::isnan(fused[i])) << "width " << width << " value " << i;
-      else if (std::isinf(reference[i]))
-        EXPECT_EQ(fused[i], reference[i]) << "width " << width << " value " << i;
-      else
-        EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])))
-            << "width " << width << " value " << i;
-    }
+    expect_near_all(fused, reference, 1e-5, "width " + std::to_string(width));
   }
   // [16, 12, 3, 2] and [16, 3, 12, 2] reduced over their last three dims: 3 and 2 are compiled
   // into the first kernel, 2 alone into the second (12 is too long), so their keys must differ.
   const auto [fused, reference] = fused_and_reference([] {
-    std::vector<float> values;
+    std::vector<torch::Tensor> results;
     for (auto sizes : {std::vector<int64_t>{2, 3, 12, 16}, std::vector<int64_t>{2, 12, 3, 16}}) {
       auto x = (torch::arange(2 * 3 * 12 * 16).to(torch::kFloat) * 0.013).sin().reshape(sizes).permute({3, 2, 1, 0});
-      for (const auto& t : std::vector<torch::Tensor>{x.sum({1, 2, 3}), x.amax({1, 2, 3})}) {
-        auto v = t.to_vector<float>();
-        values.insert(values.end(), v.begin(), v.end());
-      }
+      results.push_back(x.sum({1, 2, 3}));
+      results.push_back(x.amax({1, 2, 3}));
     }
-    return values;
+    return values_of(results);
   });
   expect_near_all(fused, reference);
 }
@@ -347,20 +345,9 @@ TEST(Fusion, ColumnReductionsAddInBlocks) {
       auto y = torch::randn({rows, 3, 40});
       y = y.masked_fill(torch::arange(y.numel()).reshape(y.sizes()) == y.numel() - 7,
                         std::numeric_limits<float>::quiet_NaN());
-      std::vector<float> values;
-      for (const auto& t : std::vector<torch::Tensor>{y.sum({0}), y.amax({0, 1}), y.amin({0}), (y * 2).sum({0, 1})}) {
-        auto v = t.to_vector<float>();
-        values.insert(values.end(), v.begin(), v.end());
-      }
-      return values;
+      return values_of({y.sum({0}), y.amax({0, 1}), y.amin({0}), (y * 2).sum({0, 1})});
     });
-    ASSERT_EQ(fused.size(), reference.size());
-    for (size_t i = 0; i < fused.size(); ++i) {
-      if (std::isnan(reference[i]))
-        EXPECT_TRUE(std::isnan(fused[i])) << rows << " rows, value " << i;
-      else
-        EXPECT_NEAR(fused[i], reference[i], 1e-4 * (1 + std::fabs(reference[i]))) << rows << " rows, value " << i;
-    }
+    expect_near_all(fused, reference, 1e-4, std::to_string(rows) + " rows");
   }
 }
 
@@ -489,12 +476,7 @@ TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
     const auto [fused, reference] = fused_and_reference([&] {
       const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
       auto x = torch::tensor(std::vector<double>{1, nan, -inf, 0, nan}).to(dtype) * 2.0;
-      std::vector<float> values;
-      for (const auto& t : std::vector<torch::Tensor>{x != x, x == x, x <= x, x >= x, x<x, x> x}) {
-        auto v = t.to(torch::kFloat).to_vector<float>();
-        values.insert(values.end(), v.begin(), v.end());
-      }
-      return values;
+      return values_of({x != x, x == x, x <= x, x >= x, x<x, x> x});
     });
     EXPECT_EQ(fused, reference);
     EXPECT_EQ(std::vector<float>(fused.begin(), fused.begin() + 5), (std::vector<float>{0, 1, 0, 0, 1}));
