@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <thread>
 
 #include "fusion/partition_cache.h"
@@ -328,7 +329,7 @@ TEST(Fusion, PoolingWindowsMatchTheInterpreter) {
   expect_near_all(fused, reference);
 }
 
-// Column reductions (the innermost dim kept) add their rows in blocks of 64, then the blocks
+// Column sums (the innermost dim kept) add their rows in blocks of 64, then the blocks
 // (codegen/halide/lower.cpp, kColumnBlock): a float32 sum down 5000 rows stays within 1e-4 of the
 // float64 sum (row after row, it was 2.7e-4 off), and maxima, minima and sums over row counts
 // around the block size, with a NaN in the last partial block, match the interpreter.
@@ -349,6 +350,16 @@ TEST(Fusion, ColumnReductionsAddInBlocks) {
     });
     expect_near_all(fused, reference, 1e-4, std::to_string(rows) + " rows");
   }
+  // Products stay row after row: a zero in the first block and an overflow in the second give 0,
+  // not 0 * inf.
+  const auto [fused, reference] = fused_and_reference([] {
+    auto x = torch::ones({128, 8});
+    x.narrow(0, 0, 1).fill_(0.0);
+    x.narrow(0, 64, 64).fill_(1e10);
+    return values_of({x.prod(0), x.to(torch::kDouble).prod(0)});
+  });
+  expect_near_all(fused, reference);
+  EXPECT_EQ(fused[0], 0.0f);
 }
 
 // From 65536 elements, kernels over rows run in parallel tasks of several rows (codegen/halide:
@@ -480,6 +491,31 @@ TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
     });
     EXPECT_EQ(fused, reference);
     EXPECT_EQ(std::vector<float>(fused.begin(), fused.begin() + 5), (std::vector<float>{0, 1, 0, 0, 1}));
+  }
+}
+
+// NaN wins in maxima and minima of mixed precision: a reviewer's program (this data, in a process
+// of its own) got -inf for a float64 amax over a size-1 dim fused with float32 reductions while
+// NaN was tested with Halide's is_nan; with NaN tested on the bits (codegen/halide/lower.cpp,
+// nan_bits) it gets NaN. In this test's process the old lowering passed too: this covers the
+// case, it did not catch the failure.
+TEST(Fusion, MaximaOfMixedPrecisionKeepNaN) {
+  HalideBackend halide;
+  for (int64_t columns : {1, 7}) {
+    std::mt19937 generator(5);
+    std::normal_distribution<float> normal;
+    std::vector<float> data(static_cast<size_t>(columns));
+    for (auto& v : data) v = normal(generator);
+    data[size_t(columns / 2)] = std::numeric_limits<float>::quiet_NaN();
+    data[0] = std::numeric_limits<float>::infinity();
+    if (columns > 2) data[1] = -std::numeric_limits<float>::infinity();
+    const auto [fused, reference] = fused_and_reference([&] {
+      auto x = torch::from_blob(data.data(), {1, columns}, torch::kFloat).clone();
+      auto xd = x.to(torch::kDouble);
+      return values_of({x.sum({0}), x.amax({0}), x.amin({0}), xd.amax({0}), xd.amin({0}), x.prod(0),
+                        x.reshape({1, 1, columns}).amax({0, 1})});
+    });
+    expect_near_all(fused, reference, 1e-5, std::to_string(columns) + " columns");
   }
 }
 

@@ -156,10 +156,10 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Max:
       if (t.is_bool()) return a[0] || a[1];
       // NaN wins, as in PyTorch (a + b is NaN when either is).
-      return is_float(a[0]) ? select(is_nan(a[0]) || is_nan(a[1]), a[0] + a[1], max(a[0], a[1])) : max(a[0], a[1]);
+      return is_float(a[0]) ? select(nan_bits(a[0]) || nan_bits(a[1]), a[0] + a[1], max(a[0], a[1])) : max(a[0], a[1]);
     case Op::Min:
       if (t.is_bool()) return a[0] && a[1];
-      return is_float(a[0]) ? select(is_nan(a[0]) || is_nan(a[1]), a[0] + a[1], min(a[0], a[1])) : min(a[0], a[1]);
+      return is_float(a[0]) ? select(nan_bits(a[0]) || nan_bits(a[1]), a[0] + a[1], min(a[0], a[1])) : min(a[0], a[1]);
     default: break;
   }
   // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
@@ -605,12 +605,19 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
     case Op::Sum: return acc + x;
     case Op::Prod: return acc * x;
     case Op::ReduceMax:  // NaN wins, as in PyTorch
-      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || is_nan(x), x, acc) : max(acc, x);
+      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || nan_bits(x), x, acc) : max(acc, x);
     case Op::ReduceMin:
-      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || is_nan(x), x, acc) : min(acc, x);
+      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || nan_bits(x), x, acc) : min(acc, x);
     default: break;
   }
   throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
+}
+
+// Whether every one of `reduces` is a floating-point sum.
+bool floating_sums(const fusion::Kernel& k, const std::vector<int>& reduces) {
+  return std::all_of(reduces.begin(), reduces.end(), [&](int j) {
+    return k.nodes[size_t(j)].node->op == Op::Sum && value_type(k.nodes[size_t(j)].node->dtype).is_float();
+  });
 }
 
 // The accumulators of some reducing nodes over the kernel's reduced dims, at the kept
@@ -773,11 +780,12 @@ struct Accumulator {
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()),
                     values_at(r, (first_step + r[0]) * width + u));
       combine_partials(from, r);
-    } else if (!k.reduced.back() && k.reduced[0] && numeric) {
+    } else if (!k.reduced.back() && k.reduced[0] && floating_sums(k, reduces)) {
       // Columns (the innermost dim kept, dim 0 reduced): partial(..., b) adds the rows of block b
       // (kColumnBlock of dim 0), then acc adds the blocks. A float32 column added row after row
-      // drifts with its length (5000 rows of randn were 1.5e-4 off); in blocks, the error grows
-      // with the block and the number of blocks instead.
+      // drifts with its length (5000 rows of randn were 2.7e-4 off); in blocks, the error grows
+      // with the block and the number of blocks instead. Sums only: a product in blocks can meet
+      // 0 * inf (a zero in one block, an overflow in another) where row after row gives 0.
       Var b("b");
       rows = reduced_domain(Range(), Range(0, kColumnBlock));
       rows.where(b * kColumnBlock + rows[rows.dimensions() - 1] < L.extents[0]);
