@@ -496,9 +496,9 @@ TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
 
 // NaN wins in maxima and minima of mixed precision: a reviewer's program (this data, in a process
 // of its own) got -inf for a float64 amax over a size-1 dim fused with float32 reductions while
-// NaN was tested with Halide's is_nan; with NaN tested on the bits (codegen/halide/lower.cpp,
-// nan_bits) it gets NaN. In this test's process the old lowering passed too: this covers the
-// case, it did not catch the failure.
+// NaN was tested with Halide's is_nan; with float64 NaN tested on the bits (codegen/halide/
+// lower.cpp, is_nan_value) it gets NaN. In this test's process the old lowering passed too: this
+// covers the case, it did not catch the failure.
 TEST(Fusion, MaximaOfMixedPrecisionKeepNaN) {
   HalideBackend halide;
   for (int64_t columns : {1, 7}) {

@@ -89,6 +89,10 @@ Expr nan_bits(Expr x) {
     return (reinterpret(Int(64), x) & Expr(int64_t(0x7fffffffffffffff))) > Expr(int64_t(0x7ff0000000000000));
   return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000;
 }
+// NaN in a maximum or minimum: Halide's is_nan for float32 (a vector compare, cheaper in a row's
+// max than the bits); for float64 the bits, as a reviewer's program lost a float64 NaN to is_nan
+// in a kernel mixing both precisions.
+Expr is_nan_value(Expr x) { return x.type().bits() == 64 ? nan_bits(x) : is_nan(x); }
 Expr vector_exp(Expr x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
   // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
@@ -156,10 +160,12 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Max:
       if (t.is_bool()) return a[0] || a[1];
       // NaN wins, as in PyTorch (a + b is NaN when either is).
-      return is_float(a[0]) ? select(nan_bits(a[0]) || nan_bits(a[1]), a[0] + a[1], max(a[0], a[1])) : max(a[0], a[1]);
+      return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], max(a[0], a[1]))
+                            : max(a[0], a[1]);
     case Op::Min:
       if (t.is_bool()) return a[0] && a[1];
-      return is_float(a[0]) ? select(nan_bits(a[0]) || nan_bits(a[1]), a[0] + a[1], min(a[0], a[1])) : min(a[0], a[1]);
+      return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], min(a[0], a[1]))
+                            : min(a[0], a[1]);
     default: break;
   }
   // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
@@ -605,9 +611,9 @@ Expr update(const ir::Node& red, Expr acc, Expr x) {
     case Op::Sum: return acc + x;
     case Op::Prod: return acc * x;
     case Op::ReduceMax:  // NaN wins, as in PyTorch
-      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || nan_bits(x), x, acc) : max(acc, x);
+      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || is_nan_value(x), x, acc) : max(acc, x);
     case Op::ReduceMin:
-      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || nan_bits(x), x, acc) : min(acc, x);
+      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || is_nan_value(x), x, acc) : min(acc, x);
     default: break;
   }
   throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
