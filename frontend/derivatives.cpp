@@ -58,10 +58,11 @@ struct Row {
   Op op;
   Derivative d;
 };
+// One row per op, laid out by hand as a table.
+// clang-format off
 const Row kRows[] = {
     {Op::Copy, {"CloneBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad}; }}},
-    {Op::Cast,
-     {"ToCopyBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.to(a.in_dtypes[0])}; }}},
+    {Op::Cast, {"ToCopyBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.to(a.in_dtypes[0])}; }}},
     {Op::Neg, {"NegBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {-a.grad}; }}},
     {Op::Exp, {"ExpBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * a.out}; }}},
     {Op::Log, {"LogBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / a.in[0]}; }}},
@@ -69,170 +70,112 @@ const Row kRows[] = {
     {Op::Sin, {"SinBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].cos()}; }}},
     {Op::Cos, {"CosBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.in[0].sin())}; }}},
     {Op::Sqrt, {"SqrtBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad / (a.out * 2)}; }}},
-    {Op::Recip,
-     {"ReciprocalBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.out * a.out)}; }}},
+    {Op::Recip, {"ReciprocalBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.out * a.out)}; }}},
     {Op::Abs, {"AbsBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].sign()}; }}},
     {Op::Sign, {"SignBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Tanh,
-     {"TanhBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * (1 - a.out * a.out)}; }}},
-    {Op::Erf,
-     {"ErfBackward0", kIn0, false,
-      [](const BackwardArgs& a) -> TL { return {a.grad * (-(a.in[0] * a.in[0])).exp() * (2.0 / std::sqrt(M_PI))}; }}},
-    {Op::Add,
-     {"AddBackward0", kNone, false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.grad, a.grad};
-      }}},
-    {Op::Sub,
-     {"SubBackward0", kNone, false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.grad, -a.grad};
-      }}},
-    {Op::Mul,
-     {"MulBackward0",
-      kIn01,
-      false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.needs[0] ? a.grad * a.in[1] : Tensor(), a.needs[1] ? a.grad * a.in[0] : Tensor()};
-      },
-      {0b10, 0b01}}},
-    {Op::Div,
-     {"DivBackward0",
-      kIn01,
-      false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.needs[0] ? a.grad / a.in[1] : Tensor(),
-                a.needs[1] ? -(a.grad * a.in[0]) / (a.in[1] * a.in[1]) : Tensor()};
-      },
-      {0b10, 0b11}}},
-    {Op::Pow,
-     {"PowBackward1", kIn01, true,
-      [](const BackwardArgs& a) -> TL {
-        const Tensor &x = a.in[0], &e = a.in[1];
-        Tensor gx, ge;
-        if (a.needs[0]) gx = where(e == 0.0, zeros_like(a.grad), a.grad * e * x.pow(e - 1));
-        // PyTorch's convention: no gradient through the exponent where the base is 0 and e >= 0.
-        if (a.needs[1]) ge = where(logical_and(x == 0.0, e >= 0.0), zeros_like(a.grad), a.grad * a.out * x.log());
-        return {gx, ge};
-      }}},
-    {Op::Max,
-     {"MaximumBackward0", kIn01, false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
-        return {where(tie, half, where(a.in[0] > a.in[1], a.grad, z)),
-                where(tie, half, where(a.in[1] > a.in[0], a.grad, z))};
-      }}},
-    {Op::Min,
-     {"MinimumBackward0", kIn01, false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
-        return {where(tie, half, where(a.in[0] < a.in[1], a.grad, z)),
-                where(tie, half, where(a.in[1] < a.in[0], a.grad, z))};
-      }}},
-    {Op::Where,
-     {"WhereBackward0", kIn0, false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor z = zeros_like(a.grad);
-        return {Tensor(), where(a.in[0], a.grad, z), where(a.in[0], z, a.grad)};
-      }}},
-    {Op::Sum,
-     {"SumBackward1", kNone, false,
-      [](const BackwardArgs& a) -> TL { return {unreduce(a.grad, a.in_shapes[0], a.attrs.ints)}; }}},
-    {Op::Prod,
-     {"ProdBackward1", kIn0, true,
-      [](const BackwardArgs& a) -> TL {
-        // d out / d x_i is the product of the other entries of x_i's slice: out / x_i where x_i != 0;
-        // at a slice's only zero, the product of its non-zero entries; with two zeros or more, 0.
-        const Tensor& x = a.in[0];
-        const Shape& shape = a.in_shapes[0];
-        Tensor zero = x == 0.0, safe = where(zero, ones_like(x), x);
-        Tensor nonzero_prod = primitive(Op::Prod, {safe}, kept(shape, a.attrs.ints), a.out.dtype(), a.attrs);
-        Tensor one_zero = sum(zero, a.attrs.ints, true) == 1;
-        Tensor at_zero = where(one_zero, nonzero_prod, zeros_like(nonzero_prod)).expand(shape);
-        return {unreduce(a.grad, shape, a.attrs.ints) *
-                where(zero, at_zero, unreduce(a.out, shape, a.attrs.ints) / safe)};
-      }}},
-    {Op::ReduceMax,
-     {"AmaxBackward0", kIn0, true,
-      [](const BackwardArgs& a) -> TL {
-        const auto& axes = a.attrs.ints;
-        const Shape& shape = a.in_shapes[0];
-        if (a.attrs.scalar != 0)
-          return {first_maximum(a.in[0], unreduce(a.out, shape, axes), axes, a.grad.dtype()) *
-                  unreduce(a.grad, shape, axes)};
-        // Ties share the gradient equally, as in PyTorch's amax.
-        Tensor mask = (a.in[0] == unreduce(a.out, shape, axes)).to(a.grad.dtype());
-        return {mask * unreduce(a.grad, shape, axes) / sum(mask, axes, true)};
-      }}},
-    {Op::ReduceMin,
-     {"AminBackward0", kIn0, true,
-      [](const BackwardArgs& a) -> TL {
-        const auto& axes = a.attrs.ints;
-        Tensor mask = (a.in[0] == unreduce(a.out, a.in_shapes[0], axes)).to(a.grad.dtype());
-        return {mask * unreduce(a.grad, a.in_shapes[0], axes) / sum(mask, axes, true)};
-      }}},
-    {Op::Matmul,
-     {"BmmBackward0",
-      kIn01,
-      false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor ga, gb;  // d/dA = G B^T, d/dB = A^T G, or their transposes' transposes
-        if (a.needs[0])
-          ga = column_major(a, 0) ? transpose_last(a.in[1].bmm(transpose_last(a.grad)))
-                                  : a.grad.bmm(transpose_last(a.in[1]));
-        if (a.needs[1])
-          gb = column_major(a, 1) ? transpose_last(transpose_last(a.grad).bmm(a.in[0]))
-                                  : transpose_last(a.in[0]).bmm(a.grad);
-        return {ga, gb};
-      },
-      {0b10, 0b01}}},
-    {Op::IndexSelect,
-     {"IndexSelectBackward0", kIn1, false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
-        return {primitive(Op::IndexAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
-      }}},
-    {Op::Gather,
-     {"GatherBackward0", kIn1, false,
-      [](const BackwardArgs& a) -> TL {
-        Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
-        return {primitive(Op::ScatterAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
-      }}},
-    {Op::IndexAdd,
-     {"IndexAddBackward0", kIn1, false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.grad, Tensor(), a.grad.index_select(a.attrs.ints[0], a.in[1])};
-      }}},
-    {Op::ScatterAdd,
-     {"ScatterAddBackward0", kIn1, false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.grad, Tensor(), a.grad.gather(a.attrs.ints[0], a.in[1])};
-      }}},
-    {Op::Cat,
-     {"CatBackward0", kNone, false,
-      [](const BackwardArgs& a) -> TL {
-        TL grads;
-        int64_t start = 0, dim = a.attrs.ints[0];
-        for (const auto& s : a.in_shapes) {
-          grads.push_back(a.grad.narrow(dim, start, s[dim]));
-          start += s[dim];
-        }
-        return grads;
-      }}},
-    {Op::WriteView,
-     {"CopySlices", kNone, false,
-      [](const BackwardArgs& a) -> TL {
-        const auto& geometry = a.attrs.ints;
-        Tensor flat = a.grad.contiguous();
-        Tensor value_grad = as_strided(flat, geometry);
-        return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
-      }}},
-    {Op::AddView,
-     {"AsStridedScatterBackward0", kNone, false,
-      [](const BackwardArgs& a) -> TL {
-        return {a.grad, as_strided(a.grad, a.attrs.ints)};
-      }}},
+    {Op::Tanh, {"TanhBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * (1 - a.out * a.out)}; }}},
+    {Op::Erf, {"ErfBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad * (-(a.in[0] * a.in[0])).exp() * (2.0 / std::sqrt(M_PI))};
+     }}},
+    {Op::Add, {"AddBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad, a.grad}; }}},
+    {Op::Sub, {"SubBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad, -a.grad}; }}},
+    {Op::Mul, {"MulBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       return {a.needs[0] ? a.grad * a.in[1] : Tensor(), a.needs[1] ? a.grad * a.in[0] : Tensor()};
+     }, {0b10, 0b01}}},
+    {Op::Div, {"DivBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       return {a.needs[0] ? a.grad / a.in[1] : Tensor(),
+               a.needs[1] ? -(a.grad * a.in[0]) / (a.in[1] * a.in[1]) : Tensor()};
+     }, {0b10, 0b11}}},
+    {Op::Pow, {"PowBackward1", kIn01, true, [](const BackwardArgs& a) -> TL {
+       const Tensor &x = a.in[0], &e = a.in[1];
+       Tensor gx, ge;
+       if (a.needs[0]) gx = where(e == 0.0, zeros_like(a.grad), a.grad * e * x.pow(e - 1));
+       // PyTorch's convention: no gradient through the exponent where the base is 0 and e >= 0.
+       if (a.needs[1]) ge = where(logical_and(x == 0.0, e >= 0.0), zeros_like(a.grad), a.grad * a.out * x.log());
+       return {gx, ge};
+     }}},
+    {Op::Max, {"MaximumBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
+       return {where(tie, half, where(a.in[0] > a.in[1], a.grad, z)),
+               where(tie, half, where(a.in[1] > a.in[0], a.grad, z))};
+     }}},
+    {Op::Min, {"MinimumBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
+       return {where(tie, half, where(a.in[0] < a.in[1], a.grad, z)),
+               where(tie, half, where(a.in[1] < a.in[0], a.grad, z))};
+     }}},
+    {Op::Where, {"WhereBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
+       Tensor z = zeros_like(a.grad);
+       return {Tensor(), where(a.in[0], a.grad, z), where(a.in[0], z, a.grad)};
+     }}},
+    {Op::Sum, {"SumBackward1", kNone, false, [](const BackwardArgs& a) -> TL { return {unreduce(a.grad, a.in_shapes[0], a.attrs.ints)}; }}},
+    {Op::Prod, {"ProdBackward1", kIn0, true, [](const BackwardArgs& a) -> TL {
+       // d out / d x_i is the product of the other entries of x_i's slice: out / x_i where x_i != 0;
+       // at a slice's only zero, the product of its non-zero entries; with two zeros or more, 0.
+       const Tensor& x = a.in[0];
+       const Shape& shape = a.in_shapes[0];
+       Tensor zero = x == 0.0, safe = where(zero, ones_like(x), x);
+       Tensor nonzero_prod = primitive(Op::Prod, {safe}, kept(shape, a.attrs.ints), a.out.dtype(), a.attrs);
+       Tensor one_zero = sum(zero, a.attrs.ints, true) == 1;
+       Tensor at_zero = where(one_zero, nonzero_prod, zeros_like(nonzero_prod)).expand(shape);
+       return {unreduce(a.grad, shape, a.attrs.ints) * where(zero, at_zero, unreduce(a.out, shape, a.attrs.ints) / safe)};
+     }}},
+    {Op::ReduceMax, {"AmaxBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       const auto& axes = a.attrs.ints;
+       const Shape& shape = a.in_shapes[0];
+       if (a.attrs.scalar != 0)  // max_pool2d: to the first maximum
+         return {first_maximum(a.in[0], unreduce(a.out, shape, axes), axes, a.grad.dtype()) * unreduce(a.grad, shape, axes)};
+       // Ties share the gradient equally, as in PyTorch's amax.
+       Tensor mask = (a.in[0] == unreduce(a.out, shape, axes)).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, shape, axes) / sum(mask, axes, true)};
+     }}},
+    {Op::ReduceMin, {"AminBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       const auto& axes = a.attrs.ints;
+       Tensor mask = (a.in[0] == unreduce(a.out, a.in_shapes[0], axes)).to(a.grad.dtype());
+       return {mask * unreduce(a.grad, a.in_shapes[0], axes) / sum(mask, axes, true)};
+     }}},
+    {Op::Matmul, {"BmmBackward0", kIn01, false, [](const BackwardArgs& a) -> TL {
+       Tensor ga, gb;  // d/dA = G B^T, d/dB = A^T G, or their transposes' transposes
+       if (a.needs[0])
+         ga = column_major(a, 0) ? transpose_last(a.in[1].bmm(transpose_last(a.grad))) : a.grad.bmm(transpose_last(a.in[1]));
+       if (a.needs[1])
+         gb = column_major(a, 1) ? transpose_last(transpose_last(a.grad).bmm(a.in[0])) : transpose_last(a.in[0]).bmm(a.grad);
+       return {ga, gb};
+     }, {0b10, 0b01}}},
+    {Op::IndexSelect, {"IndexSelectBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       return {primitive(Op::IndexAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
+     }}},
+    {Op::Gather, {"GatherBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       return {primitive(Op::ScatterAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
+     }}},
+    {Op::IndexAdd, {"IndexAddBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, Tensor(), a.grad.index_select(a.attrs.ints[0], a.in[1])};
+     }}},
+    {Op::ScatterAdd, {"ScatterAddBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, Tensor(), a.grad.gather(a.attrs.ints[0], a.in[1])};
+     }}},
+    {Op::Cat, {"CatBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       TL grads;
+       int64_t start = 0, dim = a.attrs.ints[0];
+       for (const auto& s : a.in_shapes) {
+         grads.push_back(a.grad.narrow(dim, start, s[dim]));
+         start += s[dim];
+       }
+       return grads;
+     }}},
+    {Op::WriteView, {"CopySlices", kNone, false, [](const BackwardArgs& a) -> TL {
+       const auto& geometry = a.attrs.ints;
+       Tensor flat = a.grad.contiguous();
+       Tensor value_grad = as_strided(flat, geometry);
+       return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
+     }}},
+    {Op::AddView, {"AsStridedScatterBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+       return {a.grad, as_strided(a.grad, a.attrs.ints)};
+     }}},
 };
+// clang-format on
 
 const Derivative kViewRows[] = {
     {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},
