@@ -5,7 +5,6 @@
 //   avg_pool2d = pad with 0 -> windows -> sum / per-position divisor
 // Gradients come from the table: a window view's backward is AddView, which accumulates where
 // windows overlap (col2im), and the pad's backward is a view of the padded gradient.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -181,14 +180,7 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef dilation, bool ceil_mode) {
   Pool2d pool = check_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
   auto [windows, axes] = pool_windows(pool, -std::numeric_limits<double>::infinity());
-  // amax over each window, whose gradient goes to the window's first maximum as PyTorch's indices
-  // do, not shared among ties (derivatives.cpp, ReduceMax with attrs.scalar set).
-  Shape kept = windows.sizes().vec(), dropped;
-  for (int64_t d = 0; d < windows.dim(); ++d)
-    if (std::find(axes.begin(), axes.end(), d) == axes.end()) dropped.push_back(kept[size_t(d)]);
-  for (auto a : axes) kept[size_t(a)] = 1;
-  Tensor out =
-      detail::primitive(ir::Op::ReduceMax, {windows}, kept, windows.dtype(), detail::Attrs{axes, 1.0}, dropped);
+  Tensor out = detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
   return unbatch(detail::named(out, "MaxPool2DWithIndicesBackward0", {input}), pool.batched);
 }
 

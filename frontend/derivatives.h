@@ -57,6 +57,9 @@ Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64
 // or overloads PyTorch tells apart: mean() ends in a division but is "MeanBackward0", x + 2 is
 // "AddBackward1". Leaves out alone when its grad_fn is one of `inputs`' (the op made no node).
 Tensor named(Tensor out, const char* grad_fn_name, Tensors inputs);
+// amax over `dims` whose gradient goes to each reduced block's first maximum (its last NaN), as
+// libtorch's max pooling indices pick it; amax shares it among ties (derivatives.cpp).
+Tensor amax_to_first(const Tensor& x, IntArrayRef dims);
 
 // The strided view `geometry` (sizes|strides|offset over a contiguous `t`) of t, and its adjoint:
 // a zero tensor of `shape` with that view set to `g`.

@@ -50,7 +50,10 @@ Tensor drop_axes(const Tensor& r, const Tensor& x, const std::vector<int64_t>& a
   return keepdim ? r : r.reshape(dropped_shape(x, axes));
 }
 
-Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType dtype, const char* name) {
+// `scalar` goes to the node's attrs: ReduceMax with it set sends its gradient to the first
+// maximum (detail::amax_to_first).
+Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType dtype, const char* name,
+              double scalar = 0) {
   auto axes = normalize_axes(x, dims, name);
   Tensor in = x.to(dtype);
   if (op == Op::ReduceMax || op == Op::ReduceMin)
@@ -58,7 +61,7 @@ Tensor reduce(Op op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType
       KILN_CHECK(x.size(a) > 0, name, ": expected reduction dim ", a, " to have non-zero size (input ",
                  detail::shape_str(x), ")");
   // The node keeps the reduced axes; the result drops them without a view of its own.
-  return primitive(op, {in}, kept_shape(x, axes), dtype, detail::Attrs{axes},
+  return primitive(op, {in}, kept_shape(x, axes), dtype, detail::Attrs{axes, scalar},
                    keepdim ? std::nullopt : std::optional<Shape>(dropped_shape(x, axes)));
 }
 
@@ -114,6 +117,9 @@ Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType
   return reduce(Op::Prod, x, {dim}, keepdim, accumulate_type(x, dtype), "prod");
 }
 
+Tensor detail::amax_to_first(const Tensor& x, IntArrayRef dims) {
+  return reduce(Op::ReduceMax, x, dims, false, x.dtype(), "max_pool2d", 1.0);
+}
 Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return reduce(Op::ReduceMax, x, dims, keepdim, x.dtype(), "amax");
 }
