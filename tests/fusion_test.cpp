@@ -350,6 +350,17 @@ TEST(Fusion, ColumnReductionsAddInBlocks) {
     });
     expect_near_all(fused, reference, 1e-4, std::to_string(rows) + " rows");
   }
+  // Two-dimensional domains take their blocks of rows in parallel, in runs of up to 2048 columns
+  // (codegen/halide: kColumnRun): widths around a run, and two sums in one pass (LayerNorm's
+  // weight gradients).
+  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{65, 2049}, {130, 4100}, {3, 2048}, {200, 17}, {640, 1}}) {
+    const auto [fused, reference] = fused_and_reference([&] {
+      torch::manual_seed(6);
+      auto a = torch::randn({rows, columns}), b = torch::randn({rows, columns});
+      return values_of({(a * b).sum({0}), b.sum({0}), (a - 1).sum({0}, true)});
+    });
+    expect_near_all(fused, reference, 1e-4, std::to_string(rows) + " x " + std::to_string(columns));
+  }
   // Products stay row after row: a zero in the first block and an overflow in the second give 0,
   // not 0 * inf.
   const auto [fused, reference] = fused_and_reference([] {
