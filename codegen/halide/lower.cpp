@@ -1,12 +1,11 @@
 #include "codegen/halide/lower.h"
 
-#include <Halide.h>
-
 #include <functional>
 #include <map>
 #include <numeric>
 
 #include "codegen/halide/arguments.h"
+#include "codegen/halide/ops.h"
 #include "runtime/disk_cache.h"
 #include "runtime/error.h"
 
@@ -14,185 +13,7 @@ namespace kiln::codegen::halide {
 namespace {
 
 using namespace Halide;
-using Internal::const_false;
-using Internal::const_true;
-using Internal::make_one;
-using Internal::make_zero;
 using ir::Op;
-
-Target kernel_target() {
-  // strict_float: NaN and infinity keep their IEEE meaning (max propagates NaN, as in PyTorch).
-  Target t = get_host_target()
-                 .with_feature(Target::NoRuntime)
-                 .with_feature(Target::NoAsserts)
-                 .with_feature(Target::StrictFloat)
-                 .with_feature(Target::NoBoundsQuery);
-  // Halide 14 takes a CPU with AVX512-BF16 (AMD Zen 4, this machine) for a Sapphire Rapids, and
-  // LLVM then uses AVX512-FP16 instructions (vmovw), which such a CPU lacks: a kernel moving bools
-  // in 2-wide vectors died of SIGILL. (The bool-vector workarounds below may predate this fix.)
-  if (!__builtin_cpu_supports("avx512fp16")) t = t.without_feature(Target::AVX512_SapphireRapids);
-  return t;
-}
-
-Type value_type(ScalarType t) {
-  switch (t) {
-    case kBool: return Bool();
-    case kLong: return Int(64);
-    case kFloat: return Float(32);
-    case kDouble: return Float(64);
-  }
-  return Float(32);
-}
-// Bools are stored as bytes.
-Type storage_type(ScalarType t) { return t == kBool ? UInt(8) : value_type(t); }
-
-Expr to_value(Expr e, ScalarType t) { return t == kBool ? e != 0 : e; }
-Expr to_storage(Expr e, ScalarType t) { return t == kBool ? cast(UInt(8), e) : e; }
-Expr convert(Expr e, ScalarType to) {
-  Type t = value_type(to);
-  if (e.type() == t) return e;
-  if (to == kBool) return e != make_zero(e.type());
-  return cast(t, e);
-}
-
-// A libm call, for what Halide lacks at float64 (erf) or computes less accurately (log1p).
-Expr libm(const char* name32, const char* name64, Expr x) {
-  const bool f64 = x.type() == Float(64);
-  return Internal::Call::make(x.type(), f64 ? name64 : name32, {x}, Internal::Call::PureExtern);
-}
-
-bool is_float(const Expr& e) { return e.type().is_float(); }
-
-// a * b + c rounded once. strict_float (which kiln needs for NaN and infinity) stops LLVM from
-// contracting a * b + c itself, so the polynomials below ask for its intrinsic by name: Halide
-// declares it as an extern function, and LLVM vectorizes the calls into vfmadd.
-Expr fma(Expr a, Expr b, Expr c) {
-  static const bool native = kernel_target().has_feature(Target::FMA);
-  if (!native) return a * b + c;
-  const Type t = a.type();
-  return Internal::Call::make(t, t == Float(64) ? "llvm.fma.f64" : "llvm.fma.f32", {a, b, c},
-                              Internal::Call::PureExtern);
-}
-// c[0] * x^(n-1) + ... + c[n-1], by Horner's rule.
-Expr polynomial(Expr x, std::initializer_list<float> c) {
-  Expr p = *c.begin();
-  for (auto a = c.begin() + 1; a != c.end(); ++a) p = fma(p, x, *a);
-  return p;
-}
-
-// Float32 exp, log and tanh that vectorize: Halide's own exp/log/tanh call scalar libm through its
-// runtime, one call per lane. These keep IEEE special values and are accurate to a few ulps.
-// Under strict_float, Halide's is_nan and floor are runtime calls too: NaN is tested on the bits,
-// and rounding is done by adding a bias (vector_exp).
-Expr nan_bits(Expr x) {
-  if (x.type().bits() == 64)
-    return (reinterpret(Int(64), x) & Expr(int64_t(0x7fffffffffffffff))) > Expr(int64_t(0x7ff0000000000000));
-  return (reinterpret(Int(32), x) & 0x7fffffff) > 0x7f800000;
-}
-// NaN in a maximum or minimum: Halide's is_nan for float32 (a vector compare, cheaper in a row's
-// max than the bits); for float64 the bits, as a reviewer's program lost a float64 NaN to is_nan
-// in a kernel mixing both precisions.
-Expr is_nan_value(Expr x) { return x.type().bits() == 64 ? nan_bits(x) : is_nan(x); }
-Expr vector_exp(Expr x) {
-  // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
-  // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
-  // is finite, n runs from -150 to 128, and 2^n is two factors 2^(n/2), each a normal number:
-  // the results that underflow to subnormals are rounded once, and those past the float range
-  // overflow to inf, with no case of their own. NaN is the one special value tested.
-  Expr c = clamp(x, -104.0f, 89.0f);
-  // n by adding 1.5 * 2^23: the sum's units are integers, rounded to nearest, and its low
-  // mantissa bits hold n.
-  const float round_bias = 12582912.0f;
-  Expr biased = fma(c, 1.44269504088896341f, round_bias);
-  Expr n = biased - round_bias;
-  Expr ni = reinterpret(Int(32), biased) - reinterpret(Int(32), Expr(round_bias));
-  Expr r = fma(n, 2.12194440e-4f, fma(n, -0.693359375f, c));  // ln 2 in two parts (Cody and Waite)
-  Expr p = polynomial(
-      r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f});
-  p = fma(p, r * r, r) + 1.0f;
-  auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
-  Expr half = ni >> 1;
-  return select(nan_bits(x), x, p * power_of_two(half) * power_of_two(ni - half));
-}
-Expr vector_log(Expr x) {
-  const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
-  return select(nan_bits(x) || x < 0, nan, x == 0, -inf, x == inf, inf, fast_log(x));
-}
-// Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
-Expr vector_tanh(Expr x) {
-  Expr c = clamp(x, -9.0f, 9.0f), c2 = c * c;
-  Expr p =
-      c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
-                          1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
-  Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
-  // Below 3.5e-4, tanh(x) rounds to x (x^3 / 3 is under half an ulp; from about 3.52e-4 it is
-  // not); far below, near the smallest normal floats, p would go subnormal and lose digits.
-  return select(nan_bits(x) || abs(x) < 3.5e-4f, x, p / q);
-}
-
-Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
-  const Type t = value_type(n.dtype);
-  switch (n.op) {
-    case Op::Copy: return a[0];
-    case Op::Cast: return convert(a[0], n.dtype);
-    case Op::Neg: return -a[0];
-    case Op::Exp: return t == Float(32) ? vector_exp(a[0]) : exp(a[0]);
-    case Op::Log: return t == Float(32) ? vector_log(a[0]) : log(a[0]);
-    case Op::Log1p: return libm("log1pf", "log1p", a[0]);
-    case Op::Sin: return sin(a[0]);
-    case Op::Cos: return cos(a[0]);
-    case Op::Sqrt: return sqrt(a[0]);
-    case Op::Recip: return make_one(t) / a[0];
-    case Op::Abs: return cast(t, abs(a[0]));
-    case Op::Sign: return select(a[0] > 0, make_one(t), select(a[0] < 0, cast(t, -1), a[0]));
-    case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
-    case Op::Erf: return t == Float(32) ? erf(a[0]) : libm("erff", "erf", a[0]);
-    case Op::Not: return !a[0];
-    case Op::Add: return t.is_bool() ? a[0] || a[1] : a[0] + a[1];
-    case Op::Sub: return a[0] - a[1];
-    case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
-    case Op::Div:
-      if (t.is_float()) return a[0] / a[1];
-      return cast(t, trunc(cast(Float(64), a[0]) / cast(Float(64), a[1])));  // C semantics, as the interpreter
-    case Op::Pow:
-      if (t.is_float()) return pow(a[0], a[1]);
-      return cast(t, pow(cast(Float(64), a[0]), cast(Float(64), a[1])));
-    case Op::Max:
-      if (t.is_bool()) return a[0] || a[1];
-      // NaN wins, as in PyTorch (a + b is NaN when either is).
-      return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], max(a[0], a[1]))
-                            : max(a[0], a[1]);
-    case Op::Min:
-      if (t.is_bool()) return a[0] && a[1];
-      return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], min(a[0], a[1]))
-                            : min(a[0], a[1]);
-    default: break;
-  }
-  // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
-  // for a float that may be NaN, the answer depends on whether it is one (x != x is how
-  // programs ask).
-  if (ir::op_kind(n.op) == ir::OpKind::Compare && is_float(a[0]) && Internal::equal(a[0], a[1])) {
-    const Expr nan = nan_bits(a[0]);
-    switch (n.op) {
-      case Op::Eq:
-      case Op::Le:
-      case Op::Ge: return !nan;
-      case Op::Ne: return nan;
-      default: return const_false();
-    }
-  }
-  switch (n.op) {
-    case Op::Eq: return a[0] == a[1];
-    case Op::Ne: return a[0] != a[1];
-    case Op::Lt: return a[0] < a[1];
-    case Op::Le: return a[0] <= a[1];
-    case Op::Gt: return a[0] > a[1];
-    case Op::Ge: return a[0] >= a[1];
-    case Op::Where: return select(a[0], a[1], a[2]);
-    default: break;
-  }
-  throw Error(detail::concat("halide: no lowering for ", ir::op_name(n.op)));
-}
 
 // Builds the expression of every kernel node at the given domain coordinates.
 struct Lowering {
@@ -592,33 +413,6 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   return Pipeline(funcs);
 }
 
-// A reducing node's initial value, and its update of `acc` by `x`.
-Expr initial(const ir::Node& red) {
-  const Type t = value_type(red.dtype);
-  const float inf = std::numeric_limits<float>::infinity();
-  switch (red.op) {
-    case Op::Sum: return make_zero(t);
-    case Op::Prod: return make_one(t);
-    case Op::ReduceMax: return t.is_bool() ? const_false() : t.is_float() ? cast(t, Expr(-inf)) : t.min();
-    case Op::ReduceMin: return t.is_bool() ? const_true() : t.is_float() ? cast(t, Expr(inf)) : t.max();
-    default: break;
-  }
-  throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
-}
-Expr update(const ir::Node& red, Expr acc, Expr x) {
-  const Type t = value_type(red.dtype);
-  switch (red.op) {
-    case Op::Sum: return acc + x;
-    case Op::Prod: return acc * x;
-    case Op::ReduceMax:  // NaN wins, as in PyTorch
-      return t.is_bool() ? acc || x : t.is_float() ? select(x > acc || is_nan_value(x), x, acc) : max(acc, x);
-    case Op::ReduceMin:
-      return t.is_bool() ? acc && x : t.is_float() ? select(x < acc || is_nan_value(x), x, acc) : min(acc, x);
-    default: break;
-  }
-  throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
-}
-
 // Whether every one of `reduces` is a floating-point sum.
 bool floating_sums(const fusion::Kernel& k, const std::vector<int>& reduces) {
   return std::all_of(reduces.begin(), reduces.end(), [&](int j) {
@@ -714,11 +508,11 @@ struct Accumulator {
       return xs;
     };
     std::vector<Expr> inits;
-    for (int j : reduces) inits.push_back(initial(*k.nodes[j].node));
+    for (int j : reduces) inits.push_back(reduction_initial(*k.nodes[j].node));
     auto define_update = [&](Func& f, const std::vector<Expr>& at, const std::vector<Expr>& x) {
       std::vector<Expr> ups;
       for (size_t j = 0; j < n; ++j)
-        ups.push_back(update(*k.nodes[reduces[j]].node, n == 1 ? Expr(f(at)) : Expr(f(at)[j]), x[j]));
+        ups.push_back(reduction_update(*k.nodes[reduces[j]].node, n == 1 ? Expr(f(at)) : Expr(f(at)[j]), x[j]));
       if (n == 1)
         f(at) = ups[0];
       else
@@ -1089,8 +883,11 @@ void constrain_output(const fusion::Kernel& k, Func f) {
 }  // namespace
 
 // Any rebuild of the lowering may change generated code for an unchanged key: cached kernels
-// are kept per build of this file.
-std::string lowering_revision() { return std::to_string(fnv1a64(__DATE__ __TIME__, sizeof(__DATE__ __TIME__))); }
+// are kept per build of this file and of ops.cpp.
+std::string lowering_revision() {
+  const std::string stamps = std::string(__DATE__ __TIME__) + ops_build_stamp();
+  return std::to_string(fnv1a64(stamps.data(), stamps.size()));
+}
 
 std::string target_name() { return kernel_target().without_feature(Target::NoRuntime).to_string(); }
 

@@ -1,5 +1,5 @@
 // Lowers a kernel to a Halide pipeline, schedules it for the target and compiles it to an object
-// file exporting `<name>_argv`. lower.cpp is the only file in kiln that includes Halide.h.
+// file exporting `<name>_argv`. Only lower.cpp and ops.cpp (ops.h) include Halide.h.
 #pragma once
 #include <string>
 
