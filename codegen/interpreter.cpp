@@ -1,9 +1,12 @@
-// The reference interpreter. Every value passes through float64 (exact for bool and for int64
-// below 2^53), which keeps the code one loop per op kind; each result is rounded to its dtype.
+// The reference interpreter. Values pass through float64, which keeps the code one loop per op
+// kind, and each result is rounded to its dtype; ops whose operands and result are all int64
+// (indices, counts, integer arithmetic) run on int64 instead (on_longs), exact and wrapping on
+// overflow as in PyTorch, where float64 is inexact above 2^53.
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <type_traits>
 
 #include "codegen/backend.h"
 #include "codegen/matmul.h"
@@ -61,15 +64,29 @@ void for_each_offset(const Shape& sizes, const Shape& strides, int64_t offset, F
   for_each_offset2(sizes, strides, offset, strides, offset, [&](int64_t a, int64_t) { f(a); });
 }
 
-Values read(const Operand& o) {
+// An operand's elements in row-major order: as float64, or (T = int64_t, an int64 operand's) as
+// they are.
+template <typename T = double>
+std::vector<T> read(const Operand& o) {
   const Node& src = *o.node;
   KILN_CHECK(src.computed(), "interpreter: input ", ir::op_name(src.op), " not computed");
-  Values v;
+  std::vector<T> v;
   v.reserve(numel_of(o.view.sizes));
   const void* base = src.result->data();
-  for_each_offset(o.view.sizes, o.view.strides, o.view.offset,
-                  [&](int64_t off) { v.push_back(load(base, src.dtype, off)); });
+  for_each_offset(o.view.sizes, o.view.strides, o.view.offset, [&](int64_t off) {
+    if constexpr (std::is_same_v<T, int64_t>)
+      v.push_back(static_cast<const int64_t*>(base)[off]);
+    else
+      v.push_back(load(base, src.dtype, off));
+  });
   return v;
+}
+
+// A float64 as int64, truncated; NaN and values out of range give INT64_MIN, as x86's conversion
+// (and so Halide's kernels and PyTorch on this CPU) does, where C++ leaves them undefined.
+int64_t to_long(double v) {
+  constexpr double limit = 9223372036854775808.0;  // 2^63
+  return v >= -limit && v < limit ? int64_t(v) : std::numeric_limits<int64_t>::min();
 }
 
 void store(Node& n, const Values& v) {
@@ -81,7 +98,7 @@ void store(Node& n, const Values& v) {
       for (int64_t i = 0; i < count; ++i) static_cast<uint8_t*>(out)[i] = v[i] != 0;
       break;
     case kLong:
-      for (int64_t i = 0; i < count; ++i) static_cast<int64_t*>(out)[i] = int64_t(v[i]);
+      for (int64_t i = 0; i < count; ++i) static_cast<int64_t*>(out)[i] = to_long(v[i]);
       break;
     case kFloat:
       for (int64_t i = 0; i < count; ++i) static_cast<float*>(out)[i] = float(v[i]);
@@ -409,7 +426,110 @@ void write_view(Node& n) {
   store(n, out);
 }
 
+// The int64 path: ops on int64 operands only, computed in int64 with two's-complement wrapping.
+using Longs = std::vector<int64_t>;
+
+void store_longs(Node& n, const Longs& v) {
+  n.result = make_buffer(n.numel() * sizeof(int64_t));
+  std::memcpy(n.result->data(), v.data(), v.size() * sizeof(int64_t));
+}
+
+int64_t wrapping(Op op, int64_t a, int64_t b) {
+  const uint64_t x = uint64_t(a), y = uint64_t(b);
+  switch (op) {
+    case Op::Add: return int64_t(x + y);
+    case Op::Sub: return int64_t(x - y);
+    case Op::Mul: return int64_t(x * y);
+    case Op::Div:  // truncated, as the float64 path; by zero 0, and INT64_MIN / -1 wraps
+      return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;
+    case Op::Max: return std::max(a, b);
+    case Op::Min: return std::min(a, b);
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    default: break;
+  }
+  throw Error(detail::concat("interpreter: ", ir::op_name(op), " has no int64 form"));
+}
+
+int64_t wrapping(Op op, int64_t a) {
+  switch (op) {
+    case Op::Neg: return int64_t(0 - uint64_t(a));
+    case Op::Abs: return a < 0 ? int64_t(0 - uint64_t(a)) : a;
+    case Op::Sign: return (a > 0) - (a < 0);
+    default: return a;  // Copy, Cast
+  }
+}
+
+// A reduction's combining op and initial value.
+std::pair<Op, int64_t> long_reduction(Op op) {
+  switch (op) {
+    case Op::Sum: return {Op::Add, 0};
+    case Op::Prod: return {Op::Mul, 1};
+    case Op::ReduceMax: return {Op::Max, std::numeric_limits<int64_t>::min()};
+    default: return {Op::Min, std::numeric_limits<int64_t>::max()};
+  }
+}
+
+bool is_long(const Operand& o) { return o.node->dtype == kLong; }
+
+// Whether n runs on the int64 path: its result and the operands it computes with are int64.
+bool on_longs(const Node& n) {
+  switch (ir::op_kind(n.op)) {
+    case ir::OpKind::Unary:
+      return n.dtype == kLong && is_long(n.inputs[0]) &&
+             (n.op == Op::Copy || n.op == Op::Cast || n.op == Op::Neg || n.op == Op::Abs || n.op == Op::Sign);
+    case ir::OpKind::Binary: return n.dtype == kLong && is_long(n.inputs[0]) && is_long(n.inputs[1]) && n.op != Op::Pow;
+    case ir::OpKind::Compare: return is_long(n.inputs[0]) && is_long(n.inputs[1]);
+    case ir::OpKind::Select: return n.dtype == kLong && is_long(n.inputs[1]) && is_long(n.inputs[2]);
+    case ir::OpKind::Reduce: return n.dtype == kLong && is_long(n.inputs[0]);
+    default: return false;
+  }
+}
+
+void compute_longs(Node& n) {
+  switch (ir::op_kind(n.op)) {
+    case ir::OpKind::Unary: {
+      Longs x = read<int64_t>(n.inputs[0]);
+      for (int64_t& v : x) v = wrapping(n.op, v);
+      return store_longs(n, x);
+    }
+    case ir::OpKind::Binary: {
+      Longs a = read<int64_t>(n.inputs[0]), b = read<int64_t>(n.inputs[1]);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = wrapping(n.op, a[i], b[i]);
+      return store_longs(n, a);
+    }
+    case ir::OpKind::Compare: {
+      Longs a = read<int64_t>(n.inputs[0]), b = read<int64_t>(n.inputs[1]);
+      Values out(a.size());
+      for (size_t i = 0; i < a.size(); ++i) out[i] = double(wrapping(n.op, a[i], b[i]));
+      return store(n, out);
+    }
+    case ir::OpKind::Select: {
+      Values c = read(n.inputs[0]);
+      Longs a = read<int64_t>(n.inputs[1]), b = read<int64_t>(n.inputs[2]);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = c[i] != 0 ? a[i] : b[i];
+      return store_longs(n, a);
+    }
+    case ir::OpKind::Reduce: {
+      const Operand& in = n.inputs[0];
+      Longs x = read<int64_t>(in);
+      const auto [combine, init] = long_reduction(n.op);
+      Longs out(n.numel(), init);
+      int64_t i = 0;
+      for_each_offset(in.view.sizes, reduced_strides(in.view.sizes, n.ints), 0,
+                      [&](int64_t o) { out[o] = wrapping(combine, out[o], x[i++]); });
+      return store_longs(n, out);
+    }
+    default: break;
+  }
+}
+
 void compute(Node& n) {
+  if (on_longs(n)) return compute_longs(n);
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::Leaf: {
       KILN_CHECK(n.op == Op::Const, "interpreter: input node without data");

@@ -530,6 +530,33 @@ TEST(Fusion, MaximaOfMixedPrecisionKeepNaN) {
   }
 }
 
+// int64 arithmetic is exact on both backends (the interpreter's float64 path is not above 2^53)
+// and wraps on overflow, as in PyTorch: sums, products, differences, extrema and comparisons of
+// values that differ only in their last bits, and a float that no int64 holds (NaN) as INT64_MIN.
+TEST(Fusion, Int64ArithmeticIsExactAndWraps) {
+  HalideBackend halide;
+  constexpr int64_t big = (int64_t(1) << 53) + 1, huge = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> data{big, -big, big + 2, 3, huge, -huge - 1, 7, 0};
+  const auto [fused, reference] = fused_and_reference([&] {
+    auto a = torch::from_blob(data.data(), {2, 4}, torch::kLong).clone();
+    auto b = a.narrow(0, 0, 1);
+    std::vector<int64_t> out;
+    for (const auto& t : {(a + 1).reshape({-1}), (a * 3).reshape({-1}), a.sum({0}), a.sum(), (a - b).reshape({-1}),
+                          a.amax({1}), a.amin({1}), (a == a + 0).to(torch::kLong).reshape({-1}),
+                          (a > big).to(torch::kLong).reshape({-1}), torch::where(a > 3, a, -a).reshape({-1}),
+                          torch::full({1}, std::numeric_limits<float>::quiet_NaN()).to(torch::kLong)}) {
+      const auto v = t.to_vector<int64_t>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  });
+  EXPECT_EQ(fused, reference);
+  ASSERT_GE(reference.size(), 8u);
+  EXPECT_EQ(reference[0], big + 1);
+  EXPECT_EQ(reference[4], std::numeric_limits<int64_t>::min());  // INT64_MAX + 1 wraps
+  EXPECT_EQ(reference.back(), std::numeric_limits<int64_t>::min());
+}
+
 TEST(Fusion, ExpNearOverflowAndUnderflowMatchesTheInterpreter) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> data{88.0f,  88.3f,   88.6f, 88.72f, 88.7228f, 88.73f, 89.0f, -87.0f, -87.3f,
