@@ -351,9 +351,9 @@ TEST(Fusion, ColumnReductionsAddInBlocks) {
     expect_near_all(fused, reference, 1e-4, std::to_string(rows) + " rows");
   }
   // Two-dimensional domains take their blocks of rows in parallel, in runs of up to 2048 columns
-  // (codegen/halide: kColumnRun): widths around a run, and two sums in one pass (LayerNorm's
-  // weight gradients).
-  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{65, 2049}, {130, 4100}, {3, 2048}, {200, 17}, {640, 1}}) {
+  // (codegen/halide: kColumnRun), several blocks to a task: widths around a run, narrow columns
+  // whose tasks end in a partial one, and two sums in one pass (LayerNorm's weight gradients).
+  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{65, 2049}, {130, 4100}, {3, 2048}, {200, 17}, {640, 1}, {70000, 2}, {3000, 100}}) {
     const auto [fused, reference] = fused_and_reference([&] {
       torch::manual_seed(6);
       auto a = torch::randn({rows, columns}), b = torch::randn({rows, columns});

@@ -676,6 +676,7 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     acc.vectorize(vars[0], 4, TailStrategy::GuardWithIf);
     acc.update().vectorize(vars[0], 4, TailStrategy::GuardWithIf);
   } else if (!vars.empty()) {
+    Expr combine_per_iteration;  // the blocks of rows summed at the root: what out's loop adds
     acc.compute_at(out, vars.back());
     if (!k.reduced.back()) {
       acc.vectorize(vars[0], vec, TailStrategy::GuardWithIf);
@@ -685,23 +686,28 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
       std::vector<VarOrRVar> order{vars[0]};
       for (int d = 0; d < A.rows.dimensions(); ++d) order.emplace_back(A.rows[d]);
       if (A.column_blocks.defined() && vars.size() == 1) {
-        // Columns of a 2-D domain: the blocks of rows in parallel, each read row after row in
-        // runs of up to kColumnRun columns (whole rows mostly); then acc adds the blocks in
-        // order. A task per strip of 8 vectors of columns, reading down all the rows, stepped a
-        // page per row: LayerNorm's weight gradients over 512 x 1024 ran at ~40 GB/s.
+        // Columns of a 2-D domain: blocks of rows in parallel, each read row after row in runs of
+        // up to kColumnRun columns (whole rows mostly); then acc adds the blocks in order. (A task
+        // per strip of 8 vectors of columns read down every row, a page a row, ran LayerNorm's
+        // weight gradients over 512 x 1024 at ~40 GB/s.) A task takes consecutive blocks up to
+        // 8 kTaskElements: narrow columns (1M x 2) made a task of 128 elements per block, 5-10x
+        // slower than before in the pool's locks, and tasks of kTaskElements ran 200000 x 100 in
+        // 14 ms where 8 times larger ones take 4.3.
         constexpr int kColumnRun = 2048;
-        Var xo("xo"), xi("xi"), tile("tile");
+        Var xo("xo"), xi("xi"), bo("bo"), bi("bi"), tile("tile");
+        const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
+        const Expr blocks_per_task = max(1, 8 * kTaskElements / (Accumulator::kColumnBlock * run));
         A.partial.compute_root().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
         Stage blocks = A.partial.update();
-        const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
-        blocks.split(vars[0], xo, xi, run, TailStrategy::GuardWithIf);
+        blocks.split(vars[0], xo, xi, run, TailStrategy::GuardWithIf)
+            .split(A.block, bo, bi, blocks_per_task, TailStrategy::GuardWithIf);
         std::vector<VarOrRVar> loops{xi};
         for (int d = 0; d < A.rows.dimensions(); ++d) loops.emplace_back(A.rows[d]);
-        loops.emplace_back(xo);
-        loops.emplace_back(A.block);
-        blocks.reorder(loops).fuse(xo, A.block, tile).vectorize(xi, vec, TailStrategy::GuardWithIf);
+        for (const Var& v : {bi, xo, bo}) loops.emplace_back(v);
+        blocks.reorder(loops).fuse(xo, bo, tile).vectorize(xi, vec, TailStrategy::GuardWithIf);
         blocks.specialize(product(L.extents) >= kSerialBelow).parallel(tile);
         acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
+        combine_per_iteration = A.column_blocks.x.extent() * vec * 8;
       } else if (A.column_blocks.defined()) {  // each block of rows at acc's loop over blocks
         acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
         A.partial.compute_at(acc, A.column_blocks.x)
@@ -720,6 +726,7 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     // (split into blocks above), a block's.
     Expr per_iteration = product(L.extents) / L.extents[kept_dims.front()];
     if (vars.size() == 1 && !k.reduced.back()) per_iteration *= vec * 8;
+    if (combine_per_iteration.defined()) per_iteration = combine_per_iteration;
     parallel_tasks(out.specialize(product(L.extents) >= kSerialBelow), vars.back(), per_iteration);
   }
   args = L.arguments;
