@@ -315,6 +315,16 @@ TEST(Fusion, PoolingWindowsMatchTheInterpreter) {
     });
     expect_near_all(fused, reference, 1e-5, "width " + std::to_string(width));
   }
+  {  // Enough windows for several parallel tasks (kTaskElements each), the last one partial.
+    const auto [fused, reference] = fused_and_reference([] {
+      torch::manual_seed(6);
+      auto x = (torch::randn({8, 16, 30, 28}) * 2).to(torch::kLong).to(torch::kFloat).requires_grad_(true);
+      auto tiles = torch::max_pool2d(x, 2);
+      (tiles * tiles).sum().backward();
+      return values_of({tiles, x.grad()});
+    });
+    expect_near_all(fused, reference, 1e-5, "many windows");
+  }
   // [16, 12, 3, 2] and [16, 3, 12, 2] reduced over their last three dims: 3 and 2 are compiled
   // into the first kernel, 2 alone into the second (12 is too long), so their keys must differ.
   const auto [fused, reference] = fused_and_reference([] {

@@ -199,11 +199,11 @@ void schedule_transposing(Func f, const std::vector<Var>& vars, int vec, Expr el
 
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
 // e strided stores of each vector merge into dense interleaved ones.
-void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_extent) {
+// `per_outer`: the elements of one iteration of the outermost loop.
+void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_extent, Expr per_outer) {
   constexpr int kWidth = 8;
   f.bound(vars[0], 0, e).unroll(vars[0]);
-  Var task("task"), row("row");
-  if (vars.size() >= 3) f.split(vars.back(), task, row, 16, TailStrategy::GuardWithIf).parallel(task);
+  if (vars.size() >= 3) parallel_tasks(f, vars.back(), per_outer);
   Var xo("xo"), xi("xi");
   f.specialize(x1_extent >= kWidth)  // shifting the last vector inwards needs one whole vector
       .split(vars[1], xo, xi, kWidth, TailStrategy::ShiftInwards)
@@ -391,7 +391,7 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
       });
     for (Func& f : funcs) {
       if (const int64_t e = k.tiny_inner())
-        schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2]);
+        schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2], product(L.extents) / L.extents[0]);
       else if (transposing)
         schedule_transposing(f, vars, vec, product(L.extents), L.extents[1]);
       else
@@ -657,11 +657,13 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
     for (const auto& read : k.reads) vector_narrow_rows &= stride_class(read.strides[kept_dims.back()]) != 's';
   Func& acc = A.acc;
   if (vector_narrow_rows) {
-    // One vector of outputs at a time, its accumulators on the stack; tasks of 16 outer rows.
-    // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards:
-    // a masked tail would load lane by lane in every row.
-    Var xo("xo"), xi("xi"), task("task"), row("row");
-    if (vars.size() >= 2) out.split(vars.back(), task, row, 16, TailStrategy::GuardWithIf).parallel(task);
+    // One vector of outputs at a time, its accumulators on the stack; tasks of outer rows up to
+    // kTaskElements (of 16 rows, a 2x2 pooling of 14-wide rows made 1792 tasks of 896 elements
+    // and spent more in the pool's locks than in the windows). Rows are short (a pooled width),
+    // so vectors are 8 or 4 wide and the last one shifts inwards: a masked tail would load lane
+    // by lane in every row.
+    Var xo("xo"), xi("xi");
+    if (vars.size() >= 2) parallel_tasks(out, vars.back(), product(L.extents) / L.extents[kept_dims.front()]);
     const Expr width = L.extents[kept_dims.back()];
     for (int w : {8, 4}) out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
     out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
