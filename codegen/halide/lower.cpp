@@ -694,11 +694,15 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
         // weight gradients over 512 x 1024 at ~40 GB/s.) A task takes consecutive blocks up to
         // 8 kTaskElements: narrow columns (1M x 2) made a task of 128 elements per block, 5-10x
         // slower than before in the pool's locks, and tasks of kTaskElements ran 200000 x 100 in
-        // 14 ms where 8 times larger ones take 4.3.
+        // 14 ms where 8 times larger ones take 4.3. But at least 4 tasks where there are 4 blocks:
+        // the MLP's LayerNorm weight gradients (256 x 512, GELU's derivative recomputed per
+        // element) took 112 us as one task, 87-93 as four.
         constexpr int kColumnRun = 2048;
         Var xo("xo"), xi("xi"), bo("bo"), bi("bi"), tile("tile");
         const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
-        const Expr blocks_per_task = max(1, 8 * kTaskElements / (Accumulator::kColumnBlock * run));
+        const Expr block_count = A.column_blocks.x.extent();
+        const Expr blocks_per_task =
+            max(1, min(8 * kTaskElements / (Accumulator::kColumnBlock * run), (block_count + 3) / 4));
         A.partial.compute_root().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
         Stage blocks = A.partial.update();
         blocks.split(vars[0], xo, xi, run, TailStrategy::GuardWithIf)
@@ -709,7 +713,7 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
         blocks.reorder(loops).fuse(xo, bo, tile).vectorize(xi, vec, TailStrategy::GuardWithIf);
         blocks.specialize(product(L.extents) >= kSerialBelow).parallel(tile);
         acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
-        combine_per_iteration = A.column_blocks.x.extent() * vec * 8;
+        combine_per_iteration = block_count * vec * 8;
       } else if (A.column_blocks.defined()) {  // each block of rows at acc's loop over blocks
         acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
         A.partial.compute_at(acc, A.column_blocks.x)
