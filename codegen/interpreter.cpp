@@ -32,19 +32,17 @@ double load(const void* base, ScalarType t, int64_t i) {
   return 0;
 }
 
-// Calls f(offset in a, offset in b) for each element of `sizes`, in row-major order, walking two
-// strided layouts of the same sizes together.
+// Calls run(offset in a, offset in b) at the start of each innermost run of `sizes` (rank >= 1),
+// in row-major order, walking two strided layouts of the same sizes together.
 template <typename F>
-void for_each_offset2(const Shape& sizes, const Shape& strides_a, int64_t offset_a, const Shape& strides_b,
-                      int64_t offset_b, F&& f) {
+void for_each_run2(const Shape& sizes, const Shape& strides_a, int64_t offset_a, const Shape& strides_b,
+                   int64_t offset_b, F&& run) {
   const int rank = int(sizes.size());
   if (numel_of(sizes) == 0) return;
-  if (rank == 0) return f(offset_a, offset_b);
   std::vector<int64_t> idx(rank, 0);
-  const int64_t inner = sizes[rank - 1], inner_a = strides_a[rank - 1], inner_b = strides_b[rank - 1];
   int64_t a = offset_a, b = offset_b;
   while (true) {
-    for (int64_t i = 0; i < inner; ++i) f(a + i * inner_a, b + i * inner_b);
+    run(a, b);
     int d = rank - 2;
     for (; d >= 0; --d) {
       a += strides_a[d];
@@ -56,6 +54,18 @@ void for_each_offset2(const Shape& sizes, const Shape& strides_a, int64_t offset
     }
     if (d < 0) return;
   }
+}
+
+// Calls f(offset in a, offset in b) for each element of `sizes`, in row-major order.
+template <typename F>
+void for_each_offset2(const Shape& sizes, const Shape& strides_a, int64_t offset_a, const Shape& strides_b,
+                      int64_t offset_b, F&& f) {
+  const int rank = int(sizes.size());
+  if (rank == 0) return f(offset_a, offset_b);
+  const int64_t inner = sizes[rank - 1], inner_a = strides_a[rank - 1], inner_b = strides_b[rank - 1];
+  for_each_run2(sizes, strides_a, offset_a, strides_b, offset_b, [&](int64_t a, int64_t b) {
+    for (int64_t i = 0; i < inner; ++i) f(a + i * inner_a, b + i * inner_b);
+  });
 }
 
 // Calls f(flat offset) for each element of a strided view, in row-major order of its sizes.
@@ -374,6 +384,15 @@ int separable_dim(const ir::View& view) {
   return reach < view.strides[best] ? best : -1;
 }
 
+template <typename T>
+void add_run(T* __restrict__ out, const T* __restrict__ v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] += v[i];
+}
+template <typename T>
+void copy_run(T* __restrict__ out, const T* __restrict__ v, int64_t n) {
+  std::memcpy(out, v, size_t(n) * sizeof(T));
+}
+
 // WriteView and AddView in the node's own type, read straight from the operands' views: these
 // pad and fold convolution inputs every training step, so they skip the float64 round trip, and
 // large ones split across threads.
@@ -395,20 +414,41 @@ void write_view_typed(Node& n) {
   }
   const ir::View t = target_view(n);
   const bool add = n.op == Op::AddView;
-  auto write = [&](const Shape& sizes, int64_t target_offset, int64_t value_offset) {
+  // Writes the value's elements of `sizes` at the offsets given, walking the target's and the
+  // value's strides `ts` and `vs`.
+  auto write = [&](const Shape& sizes, const Shape& ts, int64_t target_offset, const Shape& vs, int64_t value_offset) {
+    const size_t rank = sizes.size();
+    if (rank > 0 && ts[rank - 1] == 1 && vs[rank - 1] == 1) {
+      // Contiguous runs on both sides (a fold's rows): a vector loop per run, not an index per
+      // element.
+      const int64_t len = sizes[rank - 1];
+      return for_each_run2(sizes, ts, target_offset, vs, value_offset, [&](int64_t o, int64_t i) {
+        add ? add_run(out + o, v + i, len) : copy_run(out + o, v + i, len);
+      });
+    }
     if (add)
-      for_each_offset2(sizes, t.strides, target_offset, value.view.strides, value_offset,
-                       [&](int64_t o, int64_t i) { out[o] += v[i]; });
+      for_each_offset2(sizes, ts, target_offset, vs, value_offset, [&](int64_t o, int64_t i) { out[o] += v[i]; });
     else
-      for_each_offset2(sizes, t.strides, target_offset, value.view.strides, value_offset,
-                       [&](int64_t o, int64_t i) { out[o] = v[i]; });
+      for_each_offset2(sizes, ts, target_offset, vs, value_offset, [&](int64_t o, int64_t i) { out[o] = v[i]; });
   };
   const int d = separable_dim(t);
-  if (d < 0) return write(t.sizes, t.offset, value.view.offset);
+  if (d < 0) return write(t.sizes, t.strides, t.offset, value.view.strides, value.view.offset);
+  // Slices along d write disjoint elements: split across threads, and each walked slice by
+  // slice (d outermost), so that the target's part of one slice stays in cache while the value
+  // is read in order; each element still takes its values in the original order. (d in place,
+  // a convolution fold swept the whole target once per window position: conv2's in CnnStep,
+  // 3.6M values into 2 MB, took 1.2 ms.)
+  auto first = [&](const Shape& x) {
+    Shape out{x[d]};
+    for (int j = 0; j < int(x.size()); ++j)
+      if (j != d) out.push_back(x[j]);
+    return out;
+  };
+  const Shape ts = first(t.strides), vs = first(value.view.strides);
   parallel_slices(t.sizes[d], numel_of(t.sizes), [&](int64_t lo, int64_t hi) {
-    Shape sizes = t.sizes;
-    sizes[d] = hi - lo;
-    write(sizes, t.offset + lo * t.strides[d], value.view.offset + lo * value.view.strides[d]);
+    Shape sizes = first(t.sizes);
+    sizes[0] = hi - lo;
+    write(sizes, ts, t.offset + lo * t.strides[d], vs, value.view.offset + lo * value.view.strides[d]);
   });
 }
 
