@@ -141,7 +141,21 @@ double unary(Op op, double x) {
   throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not unary"));
 }
 
+// A comparison, of float64 or of int64 values.
+template <typename T>
+bool compare(Op op, T a, T b) {
+  switch (op) {
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    default: return a >= b;  // Ge
+  }
+}
+
 double binary(Op op, double a, double b, ScalarType t) {
+  if (ir::op_kind(op) == ir::OpKind::Compare) return compare(op, a, b);
   switch (op) {
     case Op::Add: return a + b;
     case Op::Sub: return a - b;
@@ -152,12 +166,6 @@ double binary(Op op, double a, double b, ScalarType t) {
     case Op::Pow: return std::pow(a, b);
     case Op::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
     case Op::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
     default: break;
   }
   throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not binary"));
@@ -475,6 +483,7 @@ void store_longs(Node& n, const Longs& v) {
 }
 
 int64_t wrapping(Op op, int64_t a, int64_t b) {
+  if (ir::op_kind(op) == ir::OpKind::Compare) return compare(op, a, b);
   const uint64_t x = uint64_t(a), y = uint64_t(b);
   switch (op) {
     case Op::Add: return int64_t(x + y);
@@ -484,12 +493,6 @@ int64_t wrapping(Op op, int64_t a, int64_t b) {
       return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;
     case Op::Max: return std::max(a, b);
     case Op::Min: return std::min(a, b);
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
     default: break;
   }
   throw Error(detail::concat("interpreter: ", ir::op_name(op), " has no int64 form"));
