@@ -542,19 +542,22 @@ TEST(Fusion, MaximaOfMixedPrecisionKeepNaN) {
 
 // int64 arithmetic is exact on both backends (the interpreter's float64 path is not above 2^53)
 // and wraps on overflow, as in PyTorch: sums, products, differences, extrema and comparisons of
-// values that differ only in their last bits, and a float that no int64 holds (NaN) as INT64_MIN.
+// tensors whose values differ only in their last bits, and a float that no int64 holds (NaN) as
+// INT64_MIN. (Scalars are float64 in the IR: `a > big` would compare with 2^53.) And int64 to
+// float32 rounds once.
 TEST(Fusion, Int64ArithmeticIsExactAndWraps) {
   HalideBackend halide;
   constexpr int64_t big = (int64_t(1) << 53) + 1, huge = std::numeric_limits<int64_t>::max();
-  std::vector<int64_t> data{big, -big, big + 2, 3, huge, -huge - 1, 7, 0};
+  std::vector<int64_t> data{big, -big, big + 2, 3, huge, -huge - 1, 7, 0}, bigs(4, big);
   const auto [fused, reference] = fused_and_reference([&] {
     auto a = torch::from_blob(data.data(), {2, 4}, torch::kLong).clone();
-    auto b = a.narrow(0, 0, 1);
+    auto b = a.narrow(0, 0, 1), c = torch::from_blob(bigs.data(), {4}, torch::kLong).clone();
     std::vector<int64_t> out;
-    for (const auto& t : {(a + 1).reshape({-1}), (a * 3).reshape({-1}), a.sum({0}), a.sum(), (a - b).reshape({-1}),
-                          a.amax({1}), a.amin({1}), (a == a + 0).to(torch::kLong).reshape({-1}),
-                          (a > big).to(torch::kLong).reshape({-1}), torch::where(a > 3, a, -a).reshape({-1}),
-                          torch::full({1}, std::numeric_limits<float>::quiet_NaN()).to(torch::kLong)}) {
+    for (const auto& t :
+         {(a + 1).reshape({-1}), (a * 3).reshape({-1}), a.sum({0}), a.sum(), (a - b).reshape({-1}), a.amax({1}),
+          a.amin({1}), (a == a + 0).to(torch::kLong).reshape({-1}), (a > c).to(torch::kLong).reshape({-1}),
+          (a == c).to(torch::kLong).reshape({-1}), torch::where(a > 3, a, -a).reshape({-1}),
+          torch::full({1}, std::numeric_limits<float>::quiet_NaN()).to(torch::kLong)}) {
       const auto v = t.to_vector<int64_t>();
       out.insert(out.end(), v.begin(), v.end());
     }
@@ -565,6 +568,17 @@ TEST(Fusion, Int64ArithmeticIsExactAndWraps) {
   EXPECT_EQ(reference[0], big + 1);
   EXPECT_EQ(reference[4], std::numeric_limits<int64_t>::min());  // INT64_MAX + 1 wraps
   EXPECT_EQ(reference.back(), std::numeric_limits<int64_t>::min());
+  const std::vector<int64_t> greater{0, 0, 1, 0, 1, 0, 0, 0}, equal{1, 0, 0, 0, 0, 0, 0, 0};
+  const size_t compared = 8 + 8 + 4 + 1 + 8 + 2 + 2 + 8;  // the values before `a > c`
+  EXPECT_EQ(std::vector<int64_t>(reference.begin() + compared, reference.begin() + compared + 8), greater);
+  EXPECT_EQ(std::vector<int64_t>(reference.begin() + compared + 8, reference.begin() + compared + 16), equal);
+  const int64_t wide = (int64_t(1) << 62) + (int64_t(1) << 38) + 1;  // nearer the float above
+  const auto as_float = [&] {
+    return torch::from_blob(const_cast<int64_t*>(&wide), {1}, torch::kLong).clone().to(torch::kFloat).item<float>();
+  };
+  const auto [fused_float, reference_float] = fused_and_reference([&] { return as_float(); });
+  EXPECT_EQ(reference_float, static_cast<float>(wide));
+  EXPECT_EQ(fused_float, static_cast<float>(wide));
 }
 
 TEST(Fusion, ExpNearOverflowAndUnderflowMatchesTheInterpreter) {

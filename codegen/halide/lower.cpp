@@ -694,9 +694,10 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
         // weight gradients over 512 x 1024 at ~40 GB/s.) A task takes consecutive blocks up to
         // 8 kTaskElements: narrow columns (1M x 2) made a task of 128 elements per block, 5-10x
         // slower than before in the pool's locks, and tasks of kTaskElements ran 200000 x 100 in
-        // 14 ms where 8 times larger ones take 4.3. But at least 4 tasks where there are 4 blocks:
-        // the MLP's LayerNorm weight gradients (256 x 512, GELU's derivative recomputed per
-        // element) took 112 us as one task, 87-93 as four.
+        // 14 ms where 8 times larger ones take 4.3. But no more than a quarter of the blocks to
+        // a task (three or four tasks where there are few): the MLP's LayerNorm weight gradients
+        // (256 x 512, GELU's derivative recomputed per element) took 112 us as one task, 87-93 as
+        // four.
         constexpr int kColumnRun = 2048;
         Var xo("xo"), xi("xi"), bo("bo"), bi("bi"), tile("tile");
         const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
