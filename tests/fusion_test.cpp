@@ -498,10 +498,10 @@ TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
   EXPECT_TRUE(built);
 }
 
-// Float32 exp is computed in vectors (codegen/halide/lower.cpp, vector_exp) up to the largest x
+// Float32 exp is computed in vectors (codegen/halide/ops.cpp, vector_exp) up to the largest x
 // whose exp is finite (it stopped at 88 before: exp(88.6) came out as exp(88)).
 // x != x is how programs find NaN; Halide's simplifier folds a value compared with itself
-// (codegen/halide/lower.cpp keeps the NaN answer), in float32 and float64, as the interpreter.
+// (codegen/halide/ops.cpp keeps the NaN answer), in float32 and float64, as the interpreter.
 TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
   HalideBackend halide;
   for (auto dtype : {torch::kFloat, torch::kDouble}) {
@@ -518,7 +518,7 @@ TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
 // NaN wins in maxima and minima of mixed precision: a reviewer's program (this data, in a process
 // of its own) got -inf for a float64 amax over a size-1 dim fused with float32 reductions while
 // NaN was tested with Halide's is_nan; with float64 NaN tested on the bits (codegen/halide/
-// lower.cpp, is_nan_value) it gets NaN. In this test's process the old lowering passed too: this
+// ops.cpp, is_nan_value) it gets NaN. In this test's process the old lowering passed too: this
 // covers the case, it did not catch the failure.
 TEST(Fusion, MaximaOfMixedPrecisionKeepNaN) {
   HalideBackend halide;
@@ -605,7 +605,7 @@ TEST(Fusion, ExpNearOverflowAndUnderflowMatchesTheInterpreter) {
   }
 }
 
-// exp and tanh's polynomials run in fused multiply-adds (lower.cpp, fma): over their whole float
+// exp and tanh's polynomials run in fused multiply-adds (codegen/halide/ops.cpp, fma): over their whole float
 // range (results that are subnormal aside), each stays within a few units in the last place of
 // the exact value.
 TEST(Fusion, ExpAndTanhStayWithinAFewUlpsOfTheExactValue) {

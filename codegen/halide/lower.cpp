@@ -689,15 +689,12 @@ Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
       for (int d = 0; d < A.rows.dimensions(); ++d) order.emplace_back(A.rows[d]);
       if (A.column_blocks.defined() && vars.size() == 1) {
         // Columns of a 2-D domain: blocks of rows in parallel, each read row after row in runs of
-        // up to kColumnRun columns (whole rows mostly); then acc adds the blocks in order. (A task
-        // per strip of 8 vectors of columns read down every row, a page a row, ran LayerNorm's
-        // weight gradients over 512 x 1024 at ~40 GB/s.) A task takes consecutive blocks up to
-        // 8 kTaskElements: narrow columns (1M x 2) made a task of 128 elements per block, 5-10x
-        // slower than before in the pool's locks, and tasks of kTaskElements ran 200000 x 100 in
-        // 14 ms where 8 times larger ones take 4.3. But no more than a quarter of the blocks to
-        // a task (three or four tasks where there are few): the MLP's LayerNorm weight gradients
-        // (256 x 512, GELU's derivative recomputed per element) took 112 us as one task, 87-93 as
-        // four.
+        // up to kColumnRun columns, then acc adds the blocks in order (strips of columns read
+        // down every row stepped a page per row: ~40 GB/s on LayerNorm's weight gradients). A
+        // task takes consecutive blocks up to 8 kTaskElements (a task per block spent 1M x 2
+        // columns in the pool's locks), but at most a quarter of them, so that a few blocks still
+        // make three or four tasks (the MLP's LayerNorm gradients, 256 x 512 with GELU's
+        // derivative per element: 112 us as one task, 87-93 as four).
         constexpr int kColumnRun = 2048;
         Var xo("xo"), xi("xi"), bo("bo"), bi("bi"), tile("tile");
         const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
