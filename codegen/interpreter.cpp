@@ -180,32 +180,34 @@ Shape reduced_strides(const Shape& shape, const std::vector<int64_t>& axes) {
   return st;
 }
 
-void reduce(Node& n) {
+// n's input reduced over its axes n.ints: each output starts at `init` and takes the elements
+// that fall on it in row-major order, acc = combine(acc, x). (T: float64, or int64 on the int64
+// path.)
+template <typename T, typename Combine>
+std::vector<T> reduce_over_axes(const Node& n, T init, Combine combine) {
   const Operand& in = n.inputs[0];
-  Values x = read(in);
-  double init = 0;
+  const std::vector<T> x = read<T>(in);
+  std::vector<T> out(size_t(n.numel()), init);
+  int64_t i = 0;
+  for_each_offset(in.view.sizes, reduced_strides(in.view.sizes, n.ints), 0,
+                  [&](int64_t o) { out[o] = combine(out[o], x[i++]); });
+  return out;
+}
+
+void reduce(Node& n) {
+  const double inf = std::numeric_limits<double>::infinity();
   switch (n.op) {
-    case Op::Sum: init = 0; break;
-    case Op::Prod: init = 1; break;
-    case Op::ReduceMax: init = -std::numeric_limits<double>::infinity(); break;
-    case Op::ReduceMin: init = std::numeric_limits<double>::infinity(); break;
+    case Op::Sum: return store(n, reduce_over_axes(n, 0.0, [](double acc, double v) { return acc + v; }));
+    case Op::Prod: return store(n, reduce_over_axes(n, 1.0, [](double acc, double v) { return acc * v; }));
+    case Op::ReduceMax:
+      return store(n,
+                   reduce_over_axes(n, -inf, [](double acc, double v) { return std::isnan(v) || v > acc ? v : acc; }));
+    case Op::ReduceMin:
+      return store(n,
+                   reduce_over_axes(n, inf, [](double acc, double v) { return std::isnan(v) || v < acc ? v : acc; }));
     default: break;
   }
-  Values out(n.numel(), init);
-  Shape st = reduced_strides(in.view.sizes, n.ints);
-  int64_t i = 0;
-  for_each_offset(in.view.sizes, st, 0, [&](int64_t o) {
-    double v = x[i++];
-    double& acc = out[o];
-    switch (n.op) {
-      case Op::Sum: acc += v; break;
-      case Op::Prod: acc *= v; break;
-      case Op::ReduceMax: acc = (std::isnan(v) || v > acc) ? v : acc; break;
-      case Op::ReduceMin: acc = (std::isnan(v) || v < acc) ? v : acc; break;
-      default: break;
-    }
-  });
-  store(n, out);
+  throw Error(detail::concat("interpreter: ", ir::op_name(n.op), " is not a reduction"));
 }
 
 void arg_reduce(Node& n) {
@@ -558,14 +560,9 @@ void compute_longs(Node& n) {
       return store_longs(n, a);
     }
     case ir::OpKind::Reduce: {
-      const Operand& in = n.inputs[0];
-      Longs x = read<int64_t>(in);
       const auto [combine, init] = long_reduction(n.op);
-      Longs out(n.numel(), init);
-      int64_t i = 0;
-      for_each_offset(in.view.sizes, reduced_strides(in.view.sizes, n.ints), 0,
-                      [&](int64_t o) { out[o] = wrapping(combine, out[o], x[i++]); });
-      return store_longs(n, out);
+      return store_longs(
+          n, reduce_over_axes(n, init, [op = combine](int64_t acc, int64_t v) { return wrapping(op, acc, v); }));
     }
     default: break;
   }
