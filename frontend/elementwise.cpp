@@ -50,8 +50,15 @@ Tensor wrap_scalar(const Scalar& s, const Tensor& like) {
 
 Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kFloat); }
 
+// `x` as dtype `t`: x itself where it has it (no copy, see detail::Tensors), else the cast, which
+// `cast` keeps alive.
+const Tensor& as_dtype(const Tensor& x, ScalarType t, Tensor& cast) { return x.dtype() == t ? x : (cast = x.to(t)); }
+
 Tensor unary(Op op, const Tensor& x) { return primitive(op, {x}, x.sizes(), x.dtype()); }
-Tensor unary_float(Op op, const Tensor& x) { return unary(op, float_input(x)); }
+Tensor unary_float(Op op, const Tensor& x) {
+  Tensor cast;
+  return unary(op, x.is_floating_point() ? x : as_dtype(x, kFloat, cast));
+}
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
   ScalarType t = result_type(a, b);
@@ -60,7 +67,8 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
              "not supported. Use the `^` or `logical_xor()` operator instead.");
   Shape s = broadcast(a, b, name);
   const bool compare = ir::op_kind(op) == ir::OpKind::Compare;
-  return detail::elementwise(op, {a.to(t), b.to(t)}, std::move(s), compare ? kBool : t);
+  Tensor ca, cb;
+  return detail::elementwise(op, {as_dtype(a, t, ca), as_dtype(b, t, cb)}, std::move(s), compare ? kBool : t);
 }
 
 Tensor scaled(const Tensor& b, const Scalar& alpha) {
@@ -174,7 +182,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
              detail::shape_str(cond));
   ScalarType t = result_type(a, b);
   Shape s = broadcast(cond.sizes(), broadcast(a, b, "where"), "where");
-  return detail::elementwise(Op::Where, {cond, a.to(t), b.to(t)}, std::move(s), t);
+  Tensor ca, cb;
+  return detail::elementwise(Op::Where, {cond, as_dtype(a, t, ca), as_dtype(b, t, cb)}, std::move(s), t);
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap_scalar(b, a)); }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap_scalar(a, b), b); }

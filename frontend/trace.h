@@ -8,21 +8,44 @@
 namespace kiln::detail {
 
 // The tensors an internal op is given: a view of the caller's braced list or TensorList (as
-// libtorch's TensorList, an ArrayRef), so that recording an op allocates no vector for them.
+// libtorch's TensorList, an ArrayRef), so that recording an op allocates no vector for them. A
+// braced list holds references, not copies: copying a Tensor is a locked add on its reference
+// count and another when the copy dies, which was a large part of a tiny op's cost. (A temporary
+// in the list, as `{a.to(t)}`, lives until the end of the call's full expression.)
 class Tensors {
  public:
+  struct Ref {
+    Ref(const Tensor& t) : tensor(&t) {}
+    const Tensor* tensor;
+  };
+  class iterator {
+   public:
+    iterator(const Tensors* ts, size_t i) : ts_(ts), i_(i) {}
+    const Tensor& operator*() const { return (*ts_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const Tensors* ts_;
+    size_t i_;
+  };
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"  // by design: arguments only
-  Tensors(std::initializer_list<Tensor> l) : data_(l.begin()), size_(l.size()) {}
+  Tensors(std::initializer_list<Ref> l) : refs_(l.begin()), size_(l.size()) {}
 #pragma GCC diagnostic pop
-  Tensors(const TensorList& v) : data_(v.data()), size_(v.size()) {}
-  const Tensor* begin() const { return data_; }
-  const Tensor* end() const { return data_ + size_; }
+  Tensors(const TensorList& v) : list_(v.data()), size_(v.size()) {}
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size_}; }
   size_t size() const { return size_; }
-  const Tensor& operator[](size_t i) const { return data_[i]; }
+  const Tensor& operator[](size_t i) const { return refs_ ? *refs_[i].tensor : list_[i]; }
 
  private:
-  const Tensor* data_;
+  const Ref* refs_ = nullptr;
+  const Tensor* list_ = nullptr;
   size_t size_;
 };
 
