@@ -69,13 +69,17 @@ void eliminate_common_subexpressions(Plan& plan) {
     Step& step = plan.steps[i];
     ir::Node& n = *step.node;
     for (auto& in : n.inputs)  // steps come in dependency order: inputs are already canonical
-      if (in.node->pass == redirected) in.node = plan.steps[size_t(in.node->pass_value)].node;
+      if (in.node->pass == redirected) {
+        const ir::NodePtr& same = *plan.steps[size_t(in.node->pass_value)].owner;
+        plan.dropped.push_back(std::move(in.node));
+        in.node = same;
+      }
     if (n.op == ir::Op::Input) continue;
     const uint64_t hash = SameValueHash{}(&n);
     const uint32_t tag = uint32_t(hash >> 32);
     size_t slot = hash & mask;
     while (table[slot].step >= 0 &&
-           (table[slot].tag != tag || !SameValue{}(plan.steps[size_t(table[slot].step)].node.get(), &n)))
+           (table[slot].tag != tag || !SameValue{}(plan.steps[size_t(table[slot].step)].node, &n)))
       slot = (slot + 1) & mask;
     if (table[slot].step < 0) {
       table[slot] = Slot{int32_t(i), tag};

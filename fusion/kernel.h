@@ -47,7 +47,7 @@ struct Kernel {
                                   // a Reduction, per-element outputs first, then per-row ones
   Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
   std::vector<bool> reduced;      // Reduction: which domain dims are reduced
-  ir::NodePtr library_node;       // Library: the node to run
+  ir::Node* library_node = nullptr;  // Library: the node to run
 
   // A reduction whose innermost reduced dim is shorter than half a vector (pooling windows): it is
   // vectorized across the kept dims instead of along its rows.

@@ -193,7 +193,7 @@ class Partitioner {
   }
 
  private:
-  Node* node(int i) const { return plan_.steps[i].node.get(); }
+  Node* node(int i) const { return plan_.steps[i].node; }
   int pending(const Node* p) const {
     return p->pass == stamp_ ? int(p->pass_value) : -1;
   }

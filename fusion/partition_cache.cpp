@@ -94,7 +94,7 @@ std::unique_ptr<Entry> make_entry(const Plan& plan, Numbering& numbering) {
     for (const auto& r : k.reads) e->read_refs.back().push_back(ref_of(r.node));
     e->release_refs.emplace_back();
     for (const ir::Node* n : p.release[i]) e->release_refs.back().push_back(ref_of(n));
-    e->library_refs.push_back(k.library_node ? ref_of(k.library_node.get()) : -1);
+    e->library_refs.push_back(k.library_node ? ref_of(k.library_node) : -1);
   }
   return e;
 }
@@ -117,7 +117,6 @@ struct Cache {
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries;
   Numbering numbering;  // reused: its vectors keep their capacity
   PartitionCacheCounts counts;
-  Entry* last = nullptr;  // the entry the previous flush ran
 };
 Cache& cache() {
   static Cache c;  // flushes run one at a time
@@ -126,32 +125,22 @@ Cache& cache() {
 
 }  // namespace
 
-void finish_partition() {
-  Cache& c = cache();
-  if (!c.last) return;
-  for (Kernel& k : c.last->partition.kernels) k.library_node.reset();  // held by shared pointer
-  c.last = nullptr;
-}
-
 const Partition& partition_cached(const Plan& plan) {
   Cache& c = cache();
-  finish_partition();  // the previous flush's, should it have ended in an exception
   number_nodes(plan, c.numbering);
   const uint64_t h = hash_of(c.numbering.signature);
   auto it = c.entries.find(h);
   if (it != c.entries.end() && it->second->signature == c.numbering.signature) {
     ++c.counts.reused;
     fill_in(*it->second, plan, c.numbering);
-    c.last = it->second.get();
-    return c.last->partition;
+    return it->second->partition;
   }
   ++c.counts.made;
   std::unique_ptr<Entry> made = make_entry(plan, c.numbering);
   if (c.entries.size() >= kMaxEntries) c.entries.clear();
   auto& slot = c.entries[h];  // a colliding structure replaces the entry it collided with
   slot = std::move(made);
-  c.last = slot.get();
-  return c.last->partition;
+  return slot->partition;
 }
 
 PartitionCacheCounts partition_cache_counts() { return cache().counts; }

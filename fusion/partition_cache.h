@@ -17,11 +17,10 @@ struct Partition {
   std::vector<std::vector<ir::Node*>> release;  // per kernel: intermediates it is the last to read
 };
 
-// The partition of `plan` (after its rewrites), as partition() would make it. It stays valid until
-// finish_partition(), which the flush calls when it has run it (flushes run one at a time), so
-// that the cache keeps none of the flush's nodes alive.
+// The partition of `plan` (after its rewrites), as partition() would make it. Its pointers are to
+// `plan`'s nodes: it is for running this plan (flushes run one at a time), and the next call
+// points them at the next plan's.
 const Partition& partition_cached(const Plan& plan);
-void finish_partition();
 
 // Partitions made (misses) and reused (hits) in this process, for tests.
 struct PartitionCacheCounts {

@@ -5,7 +5,8 @@
 
 namespace kiln::fusion {
 
-// Nodes computing the same op on the same operands become one (cse.cpp).
+// Nodes computing the same op on the same operands become one (cse.cpp). The first pass over a
+// plan: it reads Step::owner.
 void eliminate_common_subexpressions(Plan& plan);
 
 // x + 0, x * 1, x / 1 and x - 0 read x; an op on constants only becomes a constant (simplify.cpp).

@@ -9,10 +9,12 @@ uint64_t begin_pass() {
   return ++last;
 }
 
-Plan make_plan(const std::vector<ir::NodePtr>& roots) {
+Plan make_plan(std::vector<ir::NodePtr> roots) {
+  Plan plan;
+  plan.roots = std::move(roots);
   // Each pass over the nodes is a cache miss per node on a long segment: one walk does it all.
   const uint64_t root = begin_pass();
-  for (const auto& r : roots) r->pass = root;
+  for (const auto& r : plan.roots) r->pass = root;
   const uint64_t visited = begin_pass();
   // Iterative post-order DFS: a node is appended after all its pending inputs. The stack points
   // at the roots' and readers' own pointers (nothing changes them here): no reference counting.
@@ -23,7 +25,6 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
   };
   static std::vector<Visit> stack;  // flushes run one at a time
   stack.clear();
-  Plan plan;
   // In the order the program traced them (a topological order too): the partitioner groups
   // steps in this order, and a value traced early (a loss's count of targets) is then ready
   // before the passes traced after it, which can compute its readers. The DFS's order follows
@@ -38,7 +39,7 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
     stack.push_back({&n, 0, n->pass == root});
     n->pass = visited;
   };
-  for (const auto& r : roots) {
+  for (const auto& r : plan.roots) {
     if (r->computed() || r->pass == visited) continue;
     visit(r);
     while (!stack.empty()) {
@@ -53,7 +54,7 @@ Plan make_plan(const std::vector<ir::NodePtr>& roots) {
         in_order &= node.seq > last_seq;
         last_seq = node.seq;
       }
-      plan.steps.push_back(Step{*top.node, top.is_root, {}});
+      plan.steps.push_back(Step{top.node->get(), top.node, top.is_root, {}});
       stack.pop_back();
     }
   }

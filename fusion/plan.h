@@ -9,21 +9,31 @@
 
 namespace kiln::fusion {
 
+// Steps hold plain pointers: copying a shared pointer is a locked instruction, which waits for
+// every load before it and made ordering a 2000-node segment half again as slow. The plan owns
+// its roots, the roots own every step through their operands, and a pass that points an operand
+// elsewhere moves the old pointer into `dropped`, so every step lives as long as the plan.
 struct Step {
-  ir::NodePtr node;
+  ir::Node* node;
+  // The pointer through which make_plan reached `node` (a root, or an operand of a reader), for
+  // CSE to point other operands at this node. CSE runs first, and changes only operands that read
+  // a node it drops, so this points at `node` while CSE runs; later passes may change it.
+  const ir::NodePtr* owner;
   bool is_root = false;                  // a live storage holds it: its result must be kept
   std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step (find_releases)
 };
 
 struct Plan {
+  std::vector<ir::NodePtr> roots;
   std::vector<Step> steps;
+  std::vector<ir::NodePtr> dropped;  // nodes that passes stopped reading, kept until the flush ends
 };
 
 // A number no earlier pass used, for stamping ir::Node::pass.
 uint64_t begin_pass();
 
 // Orders the pending nodes that `roots` depend on.
-Plan make_plan(const std::vector<ir::NodePtr>& roots);
+Plan make_plan(std::vector<ir::NodePtr> roots);
 
 // Fills each step's release_after: roots keep their results; any other node's result may be
 // released after its last reader in the plan has run. (The Halide backend's partition says its

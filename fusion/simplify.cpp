@@ -68,11 +68,16 @@ void simplify(Plan& plan) {
   for (auto& step : plan.steps) {
     ir::Node& n = *step.node;
     for (auto& in : n.inputs)  // the operand read instead is canonical already (dependency order)
-      if (in.node->pass == redirected) in.node = in.node->inputs[size_t(in.node->pass_value)].node;
+      if (in.node->pass == redirected) {
+        ir::NodePtr same = in.node->inputs[size_t(in.node->pass_value)].node;
+        plan.dropped.push_back(std::move(in.node));
+        in.node = std::move(same);
+      }
     double value;
     if (fold(n, value)) {  // the node itself becomes the constant: its readers need no change
       n.op = Op::Const;
       n.scalar = value;
+      for (auto& in : n.inputs) plan.dropped.push_back(std::move(in.node));
       n.inputs.clear();
       changed = true;
       continue;

@@ -99,7 +99,6 @@ class HalideBackend final : public Backend {
       run(partition.kernels[i], fns[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
-    fusion::finish_partition();
     for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
   }
@@ -289,7 +288,7 @@ class HalideBackend final : public Backend {
     };
     for (auto& kn : job.kernel.nodes) kn.node = own(kn.node);
     for (auto& r : job.kernel.reads) r.node = own(r.node);
-    job.kernel.library_node.reset();
+    job.kernel.library_node = nullptr;
     queue_.push_back(std::move(job));
     background_cv_.notify_one();
     return true;
