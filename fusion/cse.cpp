@@ -46,6 +46,14 @@ struct SameValue {
   }
 };
 
+// An input of `n` that nothing but n holds, if any. (Its count cannot go up meanwhile except
+// through this pass: the only pointer to it is n's operand.)
+ir::Node* value_only_it_reads(const ir::Node& n) {
+  for (const auto& in : n.inputs)
+    if (in.node.use_count() == 1) return in.node.get();
+  return nullptr;
+}
+
 }  // namespace
 
 void eliminate_common_subexpressions(Plan& plan) {
@@ -62,6 +70,27 @@ void eliminate_common_subexpressions(Plan& plan) {
   while (capacity < 2 * plan.steps.size()) capacity *= 2;
   table.assign(capacity, Slot{-1, 0});
   const size_t mask = capacity - 1;
+  // The slot of step i: its equal's, or the empty one where it goes.
+  auto find = [&](size_t i, uint32_t tag, uint64_t hash) {
+    size_t slot = hash & mask;
+    while (table[slot].step >= 0 &&
+           (table[slot].tag != tag || !SameValue{}(plan.steps[size_t(table[slot].step)].node, plan.steps[i].node)))
+      slot = (slot + 1) & mask;
+    return slot;
+  };
+  // A node that reads a value nothing else holds has no duplicate: another node computing the
+  // same would read that value too. Most nodes of a chain of ops are such (each step's tensor is
+  // dropped by the next), and hashing them was most of this pass. Such a node is not hashed, and
+  // the value it reads is stamped `sole_reader_unhashed`, with its index: should the value gain a
+  // reader (a duplicate of it pointed at it), the node is hashed then.
+  const uint64_t sole_reader_unhashed = begin_pass();
+  auto hash_late = [&](ir::Node& value) {
+    value.pass = 0;
+    const size_t i = size_t(value.pass_value);
+    const uint64_t hash = SameValueHash{}(plan.steps[i].node);
+    const uint32_t tag = uint32_t(hash >> 32);
+    table[find(i, tag, hash)] = Slot{int32_t(i), tag};  // its equal would read `value`: none is hashed
+  };
   // A duplicate is stamped `redirected`, with the index of the step its readers now read.
   const uint64_t redirected = begin_pass();
   bool any = false;
@@ -73,14 +102,17 @@ void eliminate_common_subexpressions(Plan& plan) {
         const ir::NodePtr& same = *plan.steps[size_t(in.node->pass_value)].owner;
         plan.dropped.push_back(std::move(in.node));
         in.node = same;
+        if (same->pass == sole_reader_unhashed) hash_late(*same);
       }
     if (n.op == ir::Op::Input) continue;
+    if (ir::Node* value = value_only_it_reads(n)) {
+      value->pass = sole_reader_unhashed;
+      value->pass_value = int64_t(i);
+      continue;
+    }
     const uint64_t hash = SameValueHash{}(&n);
     const uint32_t tag = uint32_t(hash >> 32);
-    size_t slot = hash & mask;
-    while (table[slot].step >= 0 &&
-           (table[slot].tag != tag || !SameValue{}(plan.steps[size_t(table[slot].step)].node, &n)))
-      slot = (slot + 1) & mask;
+    const size_t slot = find(i, tag, hash);
     if (table[slot].step < 0) {
       table[slot] = Slot{int32_t(i), tag};
     } else if (!step.is_root) {

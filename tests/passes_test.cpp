@@ -37,6 +37,21 @@ TEST(Passes, CommonSubexpressionsAreComputedOnce) {
   EXPECT_TRUE(allclose(y, expected));
 }
 
+// Each node of a chain reads a value that only it holds, so CSE does not hash it until a
+// duplicate's readers are pointed at that value: then the whole second chain folds into the first.
+TEST(Passes, DuplicateChainsAreComputedOnce) {
+  Tensor x = rand({4});
+  Tensor y = (x * x).exp().sin().neg() + (x * x).exp().sin().neg();
+  fusion::Plan p = plan_of({y});
+  ASSERT_EQ(count(p, ir::Op::Sin), 2u);
+  fusion::eliminate_common_subexpressions(p);
+  EXPECT_EQ(count(p, ir::Op::Mul), 1u);
+  EXPECT_EQ(count(p, ir::Op::Exp), 1u);
+  EXPECT_EQ(count(p, ir::Op::Sin), 1u);
+  EXPECT_EQ(count(p, ir::Op::Neg), 1u);
+  EXPECT_TRUE(allclose(y, (x * x).exp().sin().neg() * 2));
+}
+
 TEST(Passes, IdentitiesAndConstantsFold) {
   Tensor x = rand({3});
   Tensor y = ((x + 0.0) * 1.0 - 0.0) / 1.0 * (full({}, 2.0) * 3.0);
