@@ -15,10 +15,7 @@ namespace kiln::tracer {
 namespace {
 
 struct Segment {
-  // Storages whose content may need computing, held until the next flush: one that only this
-  // list holds by then is dead, and is dropped uncomputed. (Weak pointers cost four locked
-  // instructions per op, in making, dropping and releasing them; these cost two.)
-  std::vector<StoragePtr> pending;
+  std::vector<std::weak_ptr<Storage>> pending;  // storages whose content may need computing
   int64_t nodes_since_flush = 0;
 };
 thread_local Segment t_segment;
@@ -33,14 +30,6 @@ void run(std::vector<ir::NodePtr> roots) {
   if (plan.steps.empty()) return;
   stats_add(&Stats::flushes, 1);
   codegen::execute(plan);
-}
-
-// Listed once: a storage that the list alone holds is dead. (Two threads writing one storage at
-// once may both list it: then it is computed as if live, which is only wasted work.)
-void add_pending(const StoragePtr& s) {
-  if (s->pending.load(std::memory_order_relaxed)) return;
-  s->pending.store(true, std::memory_order_relaxed);
-  t_segment.pending.push_back(s);
 }
 
 void flush_if_eager_or_full(const StoragePtr& s) {
@@ -74,7 +63,7 @@ StoragePtr new_storage(ir::NodePtr node) {
   s->dtype = node->dtype;
   s->node = std::move(node);
   if (!s->node->computed()) {
-    add_pending(s);
+    t_segment.pending.push_back(s);
     flush_if_eager_or_full(s);
   }
   return s;
@@ -84,18 +73,17 @@ void set_content(const StoragePtr& s, ir::NodePtr node) {
   s->node = std::move(node);
   ++s->version;
   if (s->node->computed()) return;
-  add_pending(s);
+  t_segment.pending.push_back(s);
   flush_if_eager_or_full(s);
 }
 
 void flush() {
   auto& seg = t_segment;
   std::vector<ir::NodePtr> roots;
-  for (const auto& s : seg.pending) {
-    s->pending.store(false, std::memory_order_relaxed);
-    if (s.use_count() > 1 && !s->node->computed()) roots.push_back(s->node);
-  }
-  seg.pending.clear();  // the dead ones' pending nodes go with them
+  for (auto& w : seg.pending)
+    if (auto s = w.lock())
+      if (!s->node->computed()) roots.push_back(s->node);
+  seg.pending.clear();
   seg.nodes_since_flush = 0;
   run(std::move(roots));
 }

@@ -3,7 +3,6 @@
 // new node (a WriteView over the old content) and points the storage at it, so earlier recorded
 // readers keep seeing the old value and later ones the new.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -16,7 +15,6 @@ struct Storage {
   int64_t numel = 0;
   ScalarType dtype = kFloat;
   uint32_t version = 0;
-  std::atomic<bool> pending{false};  // in a segment's list (segment.cpp): listed once, however often written
 };
 using StoragePtr = std::shared_ptr<Storage>;
 
