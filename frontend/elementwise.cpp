@@ -42,7 +42,7 @@ Shape broadcast(const Tensor& a, const Tensor& b, const char* op) { return broad
 
 // A number as a zero-dim tensor of the type it takes next to `like` (PyTorch's wrapped numbers:
 // a float next to an integer tensor is float32, the default dtype).
-Tensor wrap_scalar(const Scalar& s, const Tensor& like) {
+const Tensor& wrap_scalar(const Scalar& s, const Tensor& like) {
   ScalarType t = like.dtype();
   if (dtype_category(s.type()) > dtype_category(t)) t = s.type() == kDouble ? kFloat : kLong;
   return detail::constant(s.toDouble(), t);

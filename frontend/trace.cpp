@@ -40,23 +40,26 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
   return wrap(tracer::record(std::move(n)));
 }
 
-Tensor constant(double value, ScalarType dtype) {
+const Tensor& constant(double value, ScalarType dtype) {
   struct Recent {
     uint64_t bits = 0;
     ScalarType dtype = kFloat;
-    Tensor t;
-    ir::NodePtr node;  // t's content when made, held so that its address is never another node's
+    std::unique_ptr<Tensor> t;  // never changed once made: a reference to it may be in use
+    ir::NodePtr node;           // t's content when made, held so that its address is never another node's
   };
   thread_local std::array<Recent, 16> recent;  // direct-mapped by the value's bits
+  // The Tensors that new constants replaced, kept for kRetiredConstants more.
+  thread_local std::array<std::unique_ptr<Tensor>, kRetiredConstants> retired;
+  thread_local size_t next_retired = 0;
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
   Recent& slot = recent[((bits + uint64_t(dtype)) * 0x9e3779b97f4a7c15ull) >> 60];
   // Reused only as made (not written in place, not made to require grad), should an op have
   // handed it to the user. (Its node's result is not read here: a flush on another thread may be
   // setting it; a computed constant is still right, read from memory instead of folded.)
-  if (slot.t.defined() && slot.bits == bits && slot.dtype == dtype &&
-      slot.t.unsafeGetTensorImpl()->storage->node == slot.node && !slot.t.requires_grad())
-    return slot.t;
+  if (slot.t && slot.bits == bits && slot.dtype == dtype && slot.t->unsafeGetTensorImpl()->storage->node == slot.node &&
+      !slot.t->requires_grad())
+    return *slot.t;
   ir::Node n;
   n.op = ir::Op::Const;
   n.dtype = dtype;
@@ -68,8 +71,9 @@ Tensor constant(double value, ScalarType dtype) {
   impl->storage->dtype = dtype;
   impl->storage->node = tracer::record(std::move(n));  // not pending: see above
   ir::NodePtr node = impl->storage->node;
-  slot = Recent{bits, dtype, Tensor(std::move(impl)), std::move(node)};
-  return slot.t;
+  retired[next_retired++ % kRetiredConstants] = std::move(slot.t);
+  slot = Recent{bits, dtype, std::make_unique<Tensor>(std::move(impl)), std::move(node)};
+  return *slot.t;
 }
 
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {

@@ -70,8 +70,11 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
 
 // A number as a 0-dim tensor (a Const node) for an op to read, as `0.5` in x * 0.5. No flush
 // writes it (its readers fold it in), and recent values are reused, so a loop of `x * 0.5`
-// records nothing for the number after its first step.
-Tensor constant(double value, ScalarType dtype);
+// records nothing for the number after its first step. The reference is the calling thread's
+// and stays valid while it makes fewer than kRetiredConstants new ones: for passing to an op
+// (a copy of a Tensor costs a locked instruction, and another when it dies), not for keeping.
+inline constexpr int kRetiredConstants = 64;
+const Tensor& constant(double value, ScalarType dtype);
 
 // A tensor sharing t's storage with another view (no autograd: see views.cpp).
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);

@@ -400,6 +400,22 @@ TEST(Lazy, InPlaceWritesFromAnotherThreadStayFlat) {
   EXPECT_TRUE(computed(w));
 }
 
+// Ops get numbers as constant tensors by reference from a small per-thread cache
+// (detail::constant); a reference stays valid while fewer than kRetiredConstants new ones are
+// made, though its cache slot is taken by another number: here pairs of distinct numbers, some
+// pairs sharing a slot, are held together and then read.
+TEST(Lazy, ConstantsHeldTogetherKeepTheirValues) {
+  Mode mode(true);
+  for (int i = 0; i < 100; ++i) {
+    const double u = 0.5 + i, v = 1000.25 + 3 * i;
+    const Tensor& a = kiln::detail::constant(u, kiln::kDouble);
+    const Tensor& b = kiln::detail::constant(v, kiln::kDouble);
+    ASSERT_EQ(node_of(a)->scalar, u);
+    ASSERT_EQ(node_of(b)->scalar, v);
+    ASSERT_EQ((a + b).item<double>(), u + v);
+  }
+}
+
 TEST(Lazy, SameResultsLazyAndEager) {
   std::vector<std::vector<double>> lazy, eager;
   {
