@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <type_traits>
 
 #include "codegen/backend.h"
 #include "codegen/matmul.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/parallel.h"
 #include "runtime/stats.h"
 
 namespace kiln::codegen {
@@ -368,15 +368,23 @@ ir::View target_view(const Node& n) {
                   n.ints.back()};
 }
 
-// Runs f(begin, end) over slices of [0, count) on kiln's threads when there is enough work.
+// Runs f(begin, end) over slices of [0, count) on kiln's pool when there is enough work.
 template <typename F>
 void parallel_slices(int64_t count, int64_t work, F&& f) {
   const int threads = int(std::min<int64_t>(get_num_threads(), count));
   if (threads <= 1 || work < (int64_t(1) << 20)) return f(int64_t(0), count);
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { f(count * t / threads, count * (t + 1) / threads); });
-  f(int64_t(0), count / threads);
-  for (auto& th : pool) th.join();
+  struct Slices {
+    F* f;
+    int64_t count;
+    int threads;
+  } slices{&f, count, threads};
+  parallel_for(
+      threads,
+      [](void* ctx, int t) {
+        const auto& s = *static_cast<const Slices*>(ctx);
+        (*s.f)(s.count * t / s.threads, s.count * (t + 1) / s.threads);
+      },
+      &slices);
 }
 
 // The dim of `view` whose slices write disjoint elements, whatever the other dims (its stride

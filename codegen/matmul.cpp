@@ -56,9 +56,12 @@ void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, in
 
 // C = op(A) op(B), row-major, split into pieces of rows of C (or of columns, when C has few rows)
 // run on kiln's worker pool (runtime/parallel.h); one piece per thread, each a single-threaded
-// BLAS call. Small products, or no pool, are one call.
+// BLAS call (OpenBLAS's own pool, spinning for the same cores between every GEMM and the kernels
+// around it, is never started). Small products are one call.
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c) {
+  static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
+  (void)single_threaded_blas;
   constexpr int64_t kMinFlopsPerPiece = int64_t(1) << 22;
   const int64_t by_size = std::max<int64_t>(1, 2 * M * N * K / kMinFlopsPerPiece);
   const bool split_rows = M >= N;
@@ -79,7 +82,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t
     else  // columns lo..hi of op(B) and of C
       blas(w.ta, w.tb, w.M, hi - lo, w.K, w.a, w.lda, w.b + (w.tb ? lo * w.ldb : lo), w.ldb, w.c + lo, w.N);
   };
-  if (pieces <= 1 || !parallel_for(pieces, piece, &w)) blas(ta, tb, M, N, K, a, lda, b, ldb, c, N);
+  if (pieces <= 1)
+    blas(ta, tb, M, N, K, a, lda, b, ldb, c, N);
+  else
+    parallel_for(pieces, piece, &w);
 }
 
 template <typename T>

@@ -1,12 +1,7 @@
 #include "runtime/config.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <thread>
-
-#include <cblas.h>
-
-#include "runtime/parallel.h"
 
 namespace kiln {
 namespace {
@@ -14,7 +9,6 @@ int cores() {
   static const int n = int(std::thread::hardware_concurrency());  // reads /sys: once
   return n;
 }
-std::atomic<ParallelForFn> g_parallel_for{nullptr};
 
 Config load_from_env() {
   Config c;
@@ -36,25 +30,10 @@ Config& config() {
 void set_lazy(bool lazy) { config().lazy = lazy; }
 bool is_lazy() { return config().lazy; }
 
-void set_num_threads(int n) {
-  config().num_threads = n;
-  if (!g_parallel_for.load()) openblas_set_num_threads(n > 0 ? n : cores());
-}
+void set_num_threads(int n) { config().num_threads = n; }
 int get_num_threads() {
   int n = config().num_threads;
   return n > 0 ? n : cores();
-}
-
-bool parallel_for(int n, TaskBody body, void* ctx) {
-  ParallelForFn fn = g_parallel_for.load();
-  if (!fn) return false;
-  fn(n, body, ctx);
-  return true;
-}
-
-void install_parallel_for(ParallelForFn fn) {
-  openblas_set_num_threads(1);
-  g_parallel_for.store(fn);
 }
 
 }  // namespace kiln

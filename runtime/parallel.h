@@ -1,19 +1,16 @@
-// One pool of worker threads for everything kiln runs: the compiled backend installs its own
-// (Halide's runtime pool) and BLAS calls are split across it, one single-threaded sgemm per
-// piece. With OpenBLAS keeping a pool of its own, the two pools' idle threads spun against each
-// other for the same cores between every GEMM and the kernels around it.
+// kiln's pool of worker threads, the one every parallel loop runs on: compiled kernels (the Halide
+// backend hands its runtime's parallel loops here), the pieces of split BLAS calls (OpenBLAS itself
+// runs single-threaded), the interpreter's slices. Its size follows set_num_threads.
 #pragma once
 
 namespace kiln {
 
-// Runs body(ctx, i) for every i in [0, n), on the installed pool if there is one. Returns false
-// (running nothing) when none is installed.
+// Runs body(ctx, i) for every i in [0, n) and returns when all have returned. Iterations go to
+// the threads in fixed contiguous ranges, the calling thread taking the first, so that
+// consecutive loops over the same data find it in the same core's cache. A loop started inside
+// another, or while another thread's loop runs, runs on the calling thread alone. The first
+// exception thrown by a body is rethrown here, once every iteration has ended.
 using TaskBody = void (*)(void* ctx, int i);
-bool parallel_for(int n, TaskBody body, void* ctx);
-
-// Installs the pool (a backend, once its runtime is loaded). From then on OpenBLAS runs on the
-// calling thread only, and the pool's size follows set_num_threads.
-using ParallelForFn = void (*)(int n, TaskBody body, void* ctx);
-void install_parallel_for(ParallelForFn fn);
+void parallel_for(int n, TaskBody body, void* ctx);
 
 }  // namespace kiln

@@ -69,21 +69,30 @@ struct HalideBuffer {
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
-// kiln's worker pool (runtime/parallel.h) is the Halide runtime's: BLAS pieces run on the threads
-// the kernels use.
+// The kernels' parallel loops run on kiln's pool (runtime/parallel.h), which the BLAS pieces and
+// the interpreter use too, not on the Halide runtime's own: its workers slept between kernels (a
+// ~43 us wake-up on the VMs measured) and took a lock per task. The first failing task's code is
+// the loop's result, as in Halide's pool.
 using DoParFor = int (*)(void* user_context, halide_task_t task, int min, int size, uint8_t* closure);
-DoParFor g_do_par_for = nullptr;
-void parallel_for_on_halide_pool(int n, TaskBody body, void* ctx) {
-  struct Closure {
-    TaskBody body;
-    void* ctx;
-  } closure{body, ctx};
-  auto task = [](void*, int i, uint8_t* c) {
-    auto* cl = reinterpret_cast<Closure*>(c);
-    cl->body(cl->ctx, i);
-    return 0;
-  };
-  g_do_par_for(nullptr, task, 0, n, reinterpret_cast<uint8_t*>(&closure));
+int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
+  struct Loop {
+    halide_task_t task;
+    void* user_context;
+    int min;
+    uint8_t* closure;
+    std::atomic<int> result{0};
+  } loop{task, user_context, min, closure};
+  parallel_for(
+      size,
+      [](void* ctx, int i) {
+        auto& l = *static_cast<Loop*>(ctx);
+        if (int r = l.task(l.user_context, l.min + i, l.closure)) {
+          int none = 0;
+          l.result.compare_exchange_strong(none, r);
+        }
+      },
+      &loop);
+  return loop.result.load();
 }
 
 class HalideBackend final : public Backend {
@@ -106,7 +115,6 @@ class HalideBackend final : public Backend {
  private:
   // `fn` is the kernel's compiled function (see prepare); without one it runs on the interpreter.
   void run(const Kernel& k, KernelFn fn) {
-    apply_thread_count();  // a library call's pieces run on the same pool
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -382,14 +390,6 @@ class HalideBackend final : public Backend {
     return reinterpret_cast<KernelFn>(dlsym(handle, (name + "_argv").c_str()));
   }
 
-  // Halide's thread pool follows kiln::set_num_threads (and KILN_NUM_THREADS).
-  void apply_thread_count() {
-    const int wanted = get_num_threads();
-    if (wanted == threads_ || !set_threads_) return;
-    set_threads_(wanted);
-    threads_ = wanted;
-  }
-
   // Kernels are built without the Halide runtime; one shared copy is loaded before any of them,
   // globally. Compiling threads call this too: the first builds it, the others wait for it.
   void ensure_runtime() {
@@ -411,9 +411,9 @@ class HalideBackend final : public Backend {
   bool load_runtime(const std::string& path) {
     void* runtime = path.empty() ? nullptr : dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (!runtime) return false;
-    set_threads_ = reinterpret_cast<int (*)(int)>(dlsym(runtime, "halide_set_num_threads"));
-    g_do_par_for = reinterpret_cast<DoParFor>(dlsym(runtime, "halide_do_par_for"));
-    if (g_do_par_for) install_parallel_for(&parallel_for_on_halide_pool);
+    auto set_do_par_for = reinterpret_cast<DoParFor (*)(DoParFor)>(dlsym(runtime, "halide_set_custom_do_par_for"));
+    KILN_CHECK(set_do_par_for, "halide: its runtime at ", path, " has no halide_set_custom_do_par_for");
+    set_do_par_for(&do_par_for_on_kiln_pool);
     runtime_ready_ = true;
     return true;
   }
@@ -455,8 +455,6 @@ class HalideBackend final : public Backend {
   bool stopping_ = false;
   std::mutex runtime_mutex_;
   std::atomic<bool> runtime_ready_{false};
-  int (*set_threads_)(int) = nullptr;
-  int threads_ = 0;
 };
 
 }  // namespace

@@ -151,8 +151,9 @@ Expr product(const std::vector<Param<int32_t>>& extents) {
 }
 
 // Parallel over `v` (an outermost loop) in tasks of at least kTaskElements elements, `per_iteration`
-// elements to an iteration: Halide's pool takes a lock for each task it hands out, and a task per
-// row of 512 floats made a row sum or a broadcast add 2-3x slower than the same work in chunks.
+// elements to an iteration: with Halide's pool, which took a lock per task, a task per row of 512
+// floats made a row sum or a broadcast add 2-3x slower than the same work in chunks (kiln's pool,
+// runtime/parallel.h, now runs them: a task there is a call and a shared counter's increment).
 constexpr int kTaskElements = 1 << 14;
 void parallel_tasks(Stage s, const Var& v, Expr per_iteration) {
   Var task("task");

@@ -1,0 +1,148 @@
+// kiln's worker pool (runtime/parallel.h): every iteration runs once, on several threads when
+// asked, and loops inside loops, loops from several threads at once, exceptions and changes of
+// the thread count all end with every iteration done and the pool still working.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/parallel.h"
+
+namespace {
+
+// Restores the thread count when a test ends.
+struct Threads {
+  explicit Threads(int n) : saved(kiln::get_num_threads()) { kiln::set_num_threads(n); }
+  ~Threads() { kiln::set_num_threads(saved); }
+  int saved;
+};
+
+// Counts each iteration's runs and the threads that ran them.
+struct Tally {
+  explicit Tally(int n) : runs(size_t(n)) {}
+  std::vector<std::atomic<int>> runs;
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  static void body(void* ctx, int i) {
+    auto& t = *static_cast<Tally*>(ctx);
+    t.runs[size_t(i)].fetch_add(1);
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.threads.insert(std::this_thread::get_id());
+  }
+  void expect_each_once() const {
+    for (size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "iteration " << i;
+  }
+};
+
+TEST(Parallel, EveryIterationRunsOnce) {
+  Threads threads(4);
+  for (int n : {0, 1, 2, 3, 4, 5, 7, 64, 1000, 100000}) {
+    Tally tally(n);
+    kiln::parallel_for(n, &Tally::body, &tally);
+    tally.expect_each_once();
+  }
+}
+
+TEST(Parallel, LoopsRunOnSeveralThreads) {
+  Threads threads(2);
+  // Iterations that each wait for a while: the caller cannot finish them all before the worker
+  // starts, even if the worker is asleep when the loop begins.
+  struct Slow {
+    Tally tally{64};
+    static void body(void* ctx, int i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      Tally::body(&static_cast<Slow*>(ctx)->tally, i);
+    }
+  } slow;
+  kiln::parallel_for(64, &Slow::body, &slow);
+  slow.tally.expect_each_once();
+  EXPECT_EQ(slow.tally.threads.size(), 2u);
+}
+
+TEST(Parallel, OneThreadRunsOnTheCaller) {
+  Threads threads(1);
+  Tally tally(100);
+  kiln::parallel_for(100, &Tally::body, &tally);
+  tally.expect_each_once();
+  EXPECT_EQ(tally.threads, std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+TEST(Parallel, NestedLoopsRunSerially) {
+  Threads threads(3);
+  struct Outer {
+    std::vector<std::atomic<int>> runs = std::vector<std::atomic<int>>(50 * 40);
+    static void body(void* ctx, int i) {
+      struct Inner {
+        Outer* outer;
+        int row;
+      } inner{static_cast<Outer*>(ctx), i};
+      kiln::parallel_for(
+          40, [](void* c, int j) { auto& in = *static_cast<Inner*>(c); in.outer->runs[size_t(in.row * 40 + j)]++; },
+          &inner);
+    }
+  } outer;
+  kiln::parallel_for(50, &Outer::body, &outer);
+  for (const auto& r : outer.runs) ASSERT_EQ(r.load(), 1);
+}
+
+TEST(Parallel, LoopsFromSeveralThreadsAtOnce) {
+  Threads threads(2);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 200; ++round) {
+        Tally tally(37);
+        kiln::parallel_for(37, &Tally::body, &tally);
+        for (const auto& r : tally.runs) failures += r.load() != 1;
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(Parallel, AnExceptionReachesTheCallerAfterEveryIteration) {
+  Threads threads(2);
+  struct Throwing {
+    Tally tally{100};
+    static void body(void* ctx, int i) {
+      Tally::body(&static_cast<Throwing*>(ctx)->tally, i);
+      if (i % 10 == 3) throw std::runtime_error("iteration " + std::to_string(i));
+    }
+  } throwing;
+  EXPECT_THROW(kiln::parallel_for(100, &Throwing::body, &throwing), std::runtime_error);
+  throwing.tally.expect_each_once();
+  Tally after(100);  // the pool still works
+  kiln::parallel_for(100, &Tally::body, &after);
+  after.expect_each_once();
+}
+
+TEST(Parallel, TheThreadCountMayChangeBetweenLoops) {
+  Threads threads(2);
+  for (int n : {2, 4, 1, 3, 2}) {
+    kiln::set_num_threads(n);
+    for (int round = 0; round < 50; ++round) {
+      Tally tally(9);
+      kiln::parallel_for(9, &Tally::body, &tally);
+      tally.expect_each_once();
+    }
+  }
+}
+
+// Many short loops back to back, the workers spinning or asleep in between: none is lost.
+TEST(Parallel, ManyShortLoops) {
+  Threads threads(2);
+  for (int round = 0; round < 20000; ++round) {
+    Tally tally(2);
+    kiln::parallel_for(2, &Tally::body, &tally);
+    if (tally.runs[0] != 1 || tally.runs[1] != 1) FAIL() << "round " << round;
+    if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
+  }
+}
+
+}  // namespace
