@@ -329,7 +329,7 @@ int bench(const BenchOptions& o) {
   // shared machine slows all of them rather than one; a figure is a side's median over the rounds.
   const std::vector<int> thread_counts = o.threads > 0 ? std::vector<int>{o.threads} : std::vector<int>{1, 2};
   set_benchmark_flags(o);
-  const int saved_threads = config().num_threads;
+  const int saved_threads = get_num_threads();
   std::vector<std::string> order;
   std::map<std::string, std::map<std::string, std::vector<Measurement>>> rounds;  // side -> workload -> runs
   auto keep = [&](const std::string& side, Side results) {

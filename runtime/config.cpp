@@ -1,5 +1,6 @@
 #include "runtime/config.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -30,9 +31,14 @@ Config& config() {
 void set_lazy(bool lazy) { config().lazy = lazy; }
 bool is_lazy() { return config().lazy; }
 
-void set_num_threads(int n) { config().num_threads = n; }
+// Set on one thread, read by the loops of others: kept apart from Config, which tests copy.
+std::atomic<int>& num_threads() {
+  static std::atomic<int> n{config().num_threads};
+  return n;
+}
+void set_num_threads(int n) { num_threads().store(n); }
 int get_num_threads() {
-  int n = config().num_threads;
+  const int n = num_threads().load(std::memory_order_relaxed);
   return n > 0 ? n : cores();
 }
 

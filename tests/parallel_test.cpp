@@ -1,7 +1,11 @@
 // kiln's worker pool (runtime/parallel.h): every iteration runs once, on several threads when
 // asked, and loops inside loops, loops from several threads at once, exceptions and changes of
 // the thread count all end with every iteration done and the pool still working.
+#include "runtime/parallel.h"
+
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -11,7 +15,6 @@
 #include <vector>
 
 #include "runtime/config.h"
-#include "runtime/parallel.h"
 
 namespace {
 
@@ -82,7 +85,11 @@ TEST(Parallel, NestedLoopsRunSerially) {
         int row;
       } inner{static_cast<Outer*>(ctx), i};
       kiln::parallel_for(
-          40, [](void* c, int j) { auto& in = *static_cast<Inner*>(c); in.outer->runs[size_t(in.row * 40 + j)]++; },
+          40,
+          [](void* c, int j) {
+            auto& in = *static_cast<Inner*>(c);
+            in.outer->runs[size_t(in.row * 40 + j)]++;
+          },
           &inner);
     }
   } outer;
@@ -122,6 +129,50 @@ TEST(Parallel, AnExceptionReachesTheCallerAfterEveryIteration) {
   after.expect_each_once();
 }
 
+TEST(Parallel, OnOneThreadTooAnExceptionComesAfterEveryIteration) {
+  Threads threads(1);
+  struct Throwing {
+    Tally tally{10};
+    static void body(void* ctx, int i) {
+      Tally::body(&static_cast<Throwing*>(ctx)->tally, i);
+      if (i == 2 || i == 5) throw std::runtime_error("iteration " + std::to_string(i));
+    }
+  } throwing;
+  try {
+    kiln::parallel_for(10, &Throwing::body, &throwing);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "iteration 2");  // the first
+  }
+  throwing.tally.expect_each_once();
+}
+
+// A child process after fork has none of the parent's workers; its loops must still run (and
+// with more threads than before, which starts new ones), not wait for threads that are not there.
+TEST(Parallel, AForkedChildRunsLoops) {
+  Threads threads(2);
+  Tally warm(100);
+  kiln::parallel_for(100, &Tally::body, &warm);                // the parent's workers exist,
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // and are asleep (past the spin)
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);  // a hang ends the child with SIGALRM, which the parent reports
+    bool ok = true;
+    for (int n : {2, 3}) {
+      kiln::set_num_threads(n);
+      Tally tally(1000);
+      kiln::parallel_for(1000, &Tally::body, &tally);
+      for (const auto& r : tally.runs) ok = ok && r.load() == 1;
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(Parallel, TheThreadCountMayChangeBetweenLoops) {
   Threads threads(2);
   for (int n : {2, 4, 1, 3, 2}) {
@@ -134,14 +185,18 @@ TEST(Parallel, TheThreadCountMayChangeBetweenLoops) {
   }
 }
 
-// Many short loops back to back, the workers spinning or asleep in between: none is lost.
+// Many short loops back to back, the workers spinning or asleep in between: none is lost. With
+// more threads than the machine has cores too (the spinning workers yield their cores).
 TEST(Parallel, ManyShortLoops) {
-  Threads threads(2);
-  for (int round = 0; round < 20000; ++round) {
-    Tally tally(2);
-    kiln::parallel_for(2, &Tally::body, &tally);
-    if (tally.runs[0] != 1 || tally.runs[1] != 1) FAIL() << "round " << round;
-    if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
+  for (int n : {2, 8}) {
+    Threads threads(n);
+    for (int round = 0; round < 20000; ++round) {
+      Tally tally(n);
+      kiln::parallel_for(n, &Tally::body, &tally);
+      for (const auto& r : tally.runs)
+        if (r != 1) FAIL() << n << " threads, round " << round;
+      if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
+    }
   }
 }
 

@@ -82,16 +82,20 @@ int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int
     uint8_t* closure;
     std::atomic<int> result{0};
   } loop{task, user_context, min, closure};
-  parallel_for(
-      size,
-      [](void* ctx, int i) {
-        auto& l = *static_cast<Loop*>(ctx);
-        if (int r = l.task(l.user_context, l.min + i, l.closure)) {
-          int none = 0;
-          l.result.compare_exchange_strong(none, r);
-        }
-      },
-      &loop);
+  try {  // nothing may unwind through the kernel's frames
+    parallel_for(
+        size,
+        [](void* ctx, int i) {
+          auto& l = *static_cast<Loop*>(ctx);
+          if (int r = l.task(l.user_context, l.min + i, l.closure)) {
+            int none = 0;
+            l.result.compare_exchange_strong(none, r);
+          }
+        },
+        &loop);
+  } catch (...) {
+    return halide_error_code_generic_error;
+  }
   return loop.result.load();
 }
 
