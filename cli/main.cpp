@@ -9,7 +9,7 @@
 
 #include "cli/bench.h"
 #include "cli/train.h"
-#include "codegen/halide/lower.h"
+#include "codegen/halide/compiler.h"
 #include "runtime/disk_cache.h"
 #include "runtime/version.h"
 
@@ -19,7 +19,7 @@ void print_info() {
   std::printf("kiln %s\n", kiln::version());
   std::printf("backends:\n");
   std::printf("  interp   reference interpreter (KILN_BACKEND=interp)\n");
-  std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::target_name().c_str());
+  std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::compiler_target().c_str());
   void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
               cuda ? "found" : "not found");

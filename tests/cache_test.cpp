@@ -60,6 +60,14 @@ std::vector<fs::path> kernel_files(const std::string& dir) {
   return files;
 }
 
+// Whether a library whose path contains `name` is mapped into this process.
+bool mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find(name) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 TEST(CacheChild, Workload) {
@@ -76,10 +84,14 @@ TEST(CacheChild, Workload) {
   if (e == "compile") {
     EXPECT_GT(s.kernels_compiled, 0);
     EXPECT_EQ(s.kernels_loaded, 0);
+    EXPECT_TRUE(mapped("libkiln_halide_compiler"));
   }
-  if (e == "load") {
+  if (e == "load") {  // and Halide and LLVM (codegen/halide/compiler.h) stayed out of the process
     EXPECT_EQ(s.kernels_compiled, 0);
     EXPECT_GT(s.kernels_loaded, 0);
+    EXPECT_FALSE(mapped("libkiln_halide_compiler"));
+    EXPECT_FALSE(mapped("libHalide"));
+    EXPECT_FALSE(mapped("libLLVM"));
   }
 }
 

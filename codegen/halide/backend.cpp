@@ -20,7 +20,7 @@
 #include <unordered_set>
 
 #include "codegen/halide/arguments.h"
-#include "codegen/halide/lower.h"
+#include "codegen/halide/compiler.h"
 #include "fusion/kernel.h"
 #include "fusion/partition_cache.h"
 #include "fusion/passes.h"
@@ -362,7 +362,7 @@ class HalideBackend final : public Backend {
     const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
     const char* dump = std::getenv("KILN_DUMP");
     if (dump) std::filesystem::create_directories(dump);
-    halide::compile_kernel(k, name, object, dump ? dump : "");
+    halide::compile_kernel_object(k, name, object, dump ? dump : "");
     link(object, shared);
     const std::string path = cache().store(key, ".so", shared);
     ensure_runtime();
@@ -406,7 +406,7 @@ class HalideBackend final : public Backend {
       path = *found;
     } else {
       const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
-      halide::compile_runtime(object);
+      halide::compile_runtime_object(object);
       link(object, shared);
       path = cache().store(key, ".so", shared);
     }
@@ -421,14 +421,14 @@ class HalideBackend final : public Backend {
     runtime_ready_ = true;
     return true;
   }
-  // The runtime built with kiln (CMake target kiln_halide_runtime), if it was built for this target
+  // The runtime built with kiln (CMake target kiln_halide_runtime), if it was built on this CPU
   // (KILN_PREBUILT_RUNTIME=0 ignores it: the cache tests build one as another machine would).
   static std::string prebuilt_runtime() {
 #ifdef KILN_PREBUILT_RUNTIME_DIR
     if (const char* use = std::getenv("KILN_PREBUILT_RUNTIME"); use && std::string(use) == "0") return "";
     const std::string dir = KILN_PREBUILT_RUNTIME_DIR;
-    std::string target;
-    if (std::ifstream(dir + "/target.txt") >> target && target == halide::target_name() &&
+    std::string cpu;
+    if (std::ifstream(dir + "/cpu.txt") >> cpu && cpu == halide::host_cpu_id() &&
         std::filesystem::exists(dir + "/libkiln_halide_runtime.so"))
       return dir + "/libkiln_halide_runtime.so";
 #endif
@@ -444,8 +444,8 @@ class HalideBackend final : public Backend {
   }
 
   const DiskCache& cache() {
-    static const DiskCache c("kiln-" + std::string(version()) + "-" + halide::lowering_revision() + "-halide14-" +
-                             halide::target_name());
+    static const DiskCache c("kiln-" + std::string(version()) + "-" + halide::compiler_revision() + "-halide14-" +
+                             halide::host_cpu_id());
     return c;
   }
 

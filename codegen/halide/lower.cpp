@@ -6,7 +6,6 @@
 
 #include "codegen/halide/arguments.h"
 #include "codegen/halide/ops.h"
-#include "runtime/disk_cache.h"
 #include "runtime/error.h"
 
 namespace kiln::codegen::halide {
@@ -893,13 +892,6 @@ void constrain_output(const fusion::Kernel& k, Func f) {
 }
 
 }  // namespace
-
-// Any rebuild of the lowering may change generated code for an unchanged key: cached kernels
-// are kept per build of this file and of ops.cpp.
-std::string lowering_revision() {
-  const std::string stamps = std::string(__DATE__ __TIME__) + ops_build_stamp();
-  return std::to_string(fnv1a64(stamps.data(), stamps.size()));
-}
 
 std::string target_name() { return kernel_target().without_feature(Target::NoRuntime).to_string(); }
 

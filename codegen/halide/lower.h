@@ -1,5 +1,6 @@
 // Lowers a kernel to a Halide pipeline, schedules it for the target and compiles it to an object
-// file exporting `<name>_argv`. Only lower.cpp and ops.cpp (ops.h) include Halide.h.
+// file exporting `<name>_argv`. Only lower.cpp and ops.cpp (ops.h) include Halide.h; they are built
+// into the compiler module, which kiln reaches through compiler.h.
 #pragma once
 #include <string>
 
@@ -14,9 +15,6 @@ void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const
 
 // Compiles the Halide runtime (shared by every kernel, which are built without their own copy).
 void compile_runtime(const std::string& object_path);
-
-// Identifies this build of the lowering (cache entries of another build are not reused).
-std::string lowering_revision();
 
 // Names the target, e.g. "x86-64-linux-avx-avx2-f16c-fma-sse41".
 std::string target_name();

@@ -217,6 +217,4 @@ Expr reduction_update(const ir::Node& red, Expr acc, Expr x) {
   throw Error(detail::concat("halide: no lowering for reduction ", ir::op_name(red.op)));
 }
 
-const char* ops_build_stamp() { return __DATE__ " " __TIME__; }
-
 }  // namespace kiln::codegen::halide

@@ -32,7 +32,4 @@ Halide::Expr lower_op(const ir::Node& n, const std::vector<Halide::Expr>& a);
 Halide::Expr reduction_initial(const ir::Node& red);
 Halide::Expr reduction_update(const ir::Node& red, Halide::Expr acc, Halide::Expr x);
 
-// When this file was compiled (lowering_revision: a rebuild may change the code kernels get).
-const char* ops_build_stamp();
-
 }  // namespace kiln::codegen::halide

@@ -1,0 +1,34 @@
+// The Halide compiler, loaded when a kernel must be built. Halide and LLVM live in a module of
+// their own (libkiln_halide_compiler.so: lower.cpp, ops.cpp, compiler_module.cpp) that kiln opens
+// with dlopen at the first compile: linked into every program, they cost each start ~50-75 ms of
+// loading and relocating (3100 page faults, at ~15 us each on the VMs measured), which a process
+// whose kernels all come from the disk cache never needs. The module carries a hidden copy of the
+// kiln code it calls, state included: it must only read what it is given (a pass run in there
+// would stamp nodes with its own copy's numbers, fusion::begin_pass).
+#pragma once
+#include <string>
+
+#include "fusion/kernel.h"
+#include "tracer/ir.h"
+
+namespace kiln::codegen::halide {
+
+// Checked when the module is loaded: both sides must agree on the layout of what crosses.
+constexpr int kCompilerAbi = 1 + int(sizeof(fusion::Kernel)) * 1000 + int(sizeof(ir::Node));
+
+// Compiles `kernel` to an object file exporting `<name>_argv` (lower.h); throws kiln::Error.
+void compile_kernel_object(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,
+                           const std::string& dump_dir);
+// Compiles the Halide runtime that every kernel resolves against.
+void compile_runtime_object(const std::string& object_path);
+// Halide's name for the target kernels are compiled for (loads the module).
+std::string compiler_target();
+
+// Identifies the module's build without loading it: a rebuild may change the code kernels get,
+// so cached kernels are kept per build.
+std::string compiler_revision();
+// Identifies this CPU's instruction sets (a hash of its CPUID feature words): with the revision,
+// it names the kernel cache's directory, which a program finds without loading the compiler.
+std::string host_cpu_id();
+
+}  // namespace kiln::codegen::halide
