@@ -19,7 +19,11 @@ void print_info() {
   std::printf("kiln %s\n", kiln::version());
   std::printf("backends:\n");
   std::printf("  interp   reference interpreter (KILN_BACKEND=interp)\n");
-  std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::compiler_target().c_str());
+  try {
+    std::printf("  halide   CPU, target %s (default)\n", kiln::codegen::halide::compiler_target().c_str());
+  } catch (const kiln::Error& e) {
+    std::printf("  halide   CPU (default), but no kernel can be compiled: %s\n", e.what());
+  }
   void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
               cuda ? "found" : "not found");

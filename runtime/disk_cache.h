@@ -12,7 +12,7 @@ namespace kiln {
 
 class DiskCache {
  public:
-  // `flavour` names what produced the entries, e.g. "halide14-x86-64-linux-avx2".
+  // `flavour` names what produced the entries, e.g. "kiln-0.1.0-<compiler build>-halide14-x86-<cpu id>".
   explicit DiskCache(const std::string& flavour);
 
   // The path of a valid entry for `key`, if there is one.

@@ -8,9 +8,6 @@ namespace kiln {
 
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
-    // spdlog's registry is shared by the whole process: the compiler module's copy of this code
-    // (codegen/halide/compiler.h) finds the program's logger there.
-    if (auto existing = spdlog::get("kiln")) return existing;
     auto l = spdlog::stderr_color_mt("kiln");
     l->set_pattern("[kiln %l] %v");
     l->set_level(spdlog::level::from_str(config().log_level));

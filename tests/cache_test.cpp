@@ -37,7 +37,7 @@ std::vector<float> workload() {
 }
 
 // Runs the child with `cache_dir`, expecting `expect`: "compile" (built kernels, loaded none),
-// "load" (built none) or "any". Returns the child's exit status; its output is left in a log file
+// "load" (built none), "interpret" (neither) or "any". Returns the child's exit status; its output is left in a log file
 // in the temporary folder.
 int run_child(const std::string& cache_dir, const std::string& expect, const std::string& env = "") {
   const auto log = fs::temp_directory_path() / ("kiln-cache-child-" + std::to_string(getpid()) + "-" + expect + ".log");
@@ -93,12 +93,23 @@ TEST(CacheChild, Workload) {
     EXPECT_FALSE(mapped("libHalide"));
     EXPECT_FALSE(mapped("libLLVM"));
   }
+  if (e == "interpret") {  // no compiler: every kernel ran on the interpreter, with the same results
+    EXPECT_EQ(s.kernels_compiled, 0);
+    EXPECT_EQ(s.kernels_loaded, 0);
+  }
 }
 
 TEST(Cache, SecondProcessCompilesNothing) {
   const std::string dir = fresh_dir("second");
   ASSERT_EQ(run_child(dir, "compile"), 0);
   ASSERT_EQ(run_child(dir, "load"), 0);
+  fs::remove_all(dir);
+}
+
+// Without the compiler module (not installed, or unloadable) a program still runs, and right.
+TEST(Cache, WithoutTheCompilerKernelsRunOnTheInterpreter) {
+  const std::string dir = fresh_dir("nocompiler");
+  EXPECT_EQ(run_child(dir, "interpret", "KILN_HALIDE_COMPILER=/nonexistent/libkiln_halide_compiler.so"), 0);
   fs::remove_all(dir);
 }
 

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "runtime/disk_cache.h"
@@ -16,27 +18,15 @@
 namespace kiln::codegen::halide {
 namespace {
 
-// Where the module is looked for: KILN_HALIDE_COMPILER, the build tree, the installed library.
-std::vector<std::string> candidate_paths() {
-  std::vector<std::string> paths;
-  if (const char* env = std::getenv("KILN_HALIDE_COMPILER")) paths.emplace_back(env);
-#ifdef KILN_HALIDE_COMPILER_BUILD_PATH
-  paths.emplace_back(KILN_HALIDE_COMPILER_BUILD_PATH);
-#endif
-#ifdef KILN_HALIDE_COMPILER_INSTALL_PATH
-  paths.emplace_back(KILN_HALIDE_COMPILER_INSTALL_PATH);
-#endif
-  return paths;
-}
-
-const std::string& module_path() {
-  static const std::string path = [] {
-    struct stat st;
-    for (const auto& p : candidate_paths())
-      if (stat(p.c_str(), &st) == 0) return p;
-    return std::string();
-  }();
-  return path;
+// Where the module is: KILN_HALIDE_COMPILER when set (and then only there), else the build
+// tree's if it exists (the tests and benchmarks use the module built with them), else the
+// installed one. Empty when there is none.
+std::string module_path() {
+  struct stat st;
+  if (const char* env = std::getenv("KILN_HALIDE_COMPILER")) return stat(env, &st) == 0 ? env : "";
+  for (const char* p : {KILN_HALIDE_COMPILER_BUILD_PATH, KILN_HALIDE_COMPILER_INSTALL_PATH})
+    if (stat(p, &st) == 0) return p;
+  return "";
 }
 
 struct Module {
@@ -48,21 +38,22 @@ struct Module {
 template <typename F>
 F symbol(void* handle, const char* name) {
   void* s = dlsym(handle, name);
-  KILN_CHECK(s, "halide: the compiler module ", module_path(), " has no ", name);
+  KILN_CHECK(s, "halide: the compiler module has no ", name);
   return reinterpret_cast<F>(s);
 }
 
 Module load() {
-  const std::string& path = module_path();
-  KILN_CHECK(!path.empty(),
-             "halide: the compiler module libkiln_halide_compiler.so was not found (set "
-             "KILN_HALIDE_COMPILER to its path)");
+  const std::string path = module_path();
+  const char* env = std::getenv("KILN_HALIDE_COMPILER");
+  KILN_CHECK(!path.empty(), "halide: the compiler module was not found at ",
+             env ? env : KILN_HALIDE_COMPILER_BUILD_PATH " or " KILN_HALIDE_COMPILER_INSTALL_PATH,
+             env ? " (KILN_HALIDE_COMPILER)" : " (KILN_HALIDE_COMPILER names another)");
   const auto start = std::chrono::steady_clock::now();
   // Local: its hidden copy of kiln's code and Halide's symbols stay out of the program's way.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   KILN_CHECK(handle, "halide: could not load the compiler module: ", dlerror());
-  const int abi = symbol<int (*)()>(handle, "kiln_halide_compiler_abi")();
-  KILN_CHECK(abi == kCompilerAbi, "halide: the compiler module ", path, " was built from other sources (abi ", abi,
+  const uint64_t abi = symbol<uint64_t (*)()>(handle, "kiln_halide_compiler_abi")();
+  KILN_CHECK(abi == kCompilerAbi, "halide: the compiler module ", path, " belongs to another build of kiln (abi ", abi,
              ", expected ", kCompilerAbi, ")");
   Module m{symbol<decltype(Module::compile_kernel)>(handle, "kiln_halide_compile_kernel"),
            symbol<decltype(Module::compile_runtime)>(handle, "kiln_halide_compile_runtime"),
@@ -72,9 +63,19 @@ Module load() {
   return m;
 }
 
-// Loaded once; a failed load throws, and the next call tries again.
+// Loaded once. A failed load is remembered: each compile after it fails with the same message
+// (and the backend runs that kernel on the interpreter).
 const Module& module() {
-  static const Module m = load();
+  static std::string failure;
+  static const Module m = [] {
+    try {
+      return load();
+    } catch (const Error& e) {
+      failure = e.what();
+      return Module{};
+    }
+  }();
+  KILN_CHECK(failure.empty(), failure);
   return m;
 }
 
@@ -101,10 +102,12 @@ std::string compiler_target() {
 }
 
 std::string compiler_revision() {
-  struct stat st;
-  if (module_path().empty() || stat(module_path().c_str(), &st) != 0) return "none";
-  const int64_t words[] = {int64_t(st.st_size), int64_t(st.st_mtim.tv_sec), int64_t(st.st_mtim.tv_nsec)};
-  return std::to_string(fnv1a64(words, sizeof words));
+  // The module's bytes: any rebuild that changes its code (lowering, scheduling, the kiln code it
+  // links) names a new folder, and a copy of the same build finds the old one.
+  std::ifstream file(module_path(), std::ios::binary);
+  if (!file) return "none";
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return std::to_string(fnv1a64(bytes.data(), bytes.size()));
 }
 
 std::string host_cpu_id() {

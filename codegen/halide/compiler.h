@@ -6,6 +6,7 @@
 // kiln code it calls, state included: it must only read what it is given (a pass run in there
 // would stamp nodes with its own copy's numbers, fusion::begin_pass).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "fusion/kernel.h"
@@ -13,8 +14,11 @@
 
 namespace kiln::codegen::halide {
 
-// Checked when the module is loaded: both sides must agree on the layout of what crosses.
-constexpr int kCompilerAbi = 1 + int(sizeof(fusion::Kernel)) * 1000 + int(sizeof(ir::Node));
+// Checked when the module is loaded: both sides must agree on the layout of what crosses (a
+// kernel, its nodes and their operands). A module of another kiln build usually differs here;
+// KILN_HALIDE_COMPILER (README) names the module when the build tree's is not the one to use.
+constexpr uint64_t kCompilerAbi = uint64_t(sizeof(fusion::Kernel)) << 48 | uint64_t(sizeof(ir::Node)) << 32 |
+                                  uint64_t(sizeof(ir::Operand)) << 16 | uint64_t(sizeof(ir::View)) << 4 | 2;
 
 // Compiles `kernel` to an object file exporting `<name>_argv` (lower.h); throws kiln::Error.
 void compile_kernel_object(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,

@@ -27,7 +27,7 @@ int failed(char* error, size_t size) {
 
 using namespace kiln::codegen::halide;
 
-KILN_EXPORT int kiln_halide_compiler_abi() { return kCompilerAbi; }
+KILN_EXPORT uint64_t kiln_halide_compiler_abi() { return kCompilerAbi; }
 
 KILN_EXPORT int kiln_halide_compile_kernel(const kiln::fusion::Kernel* kernel, const char* name,
                                            const char* object_path, const char* dump_dir, char* error,
