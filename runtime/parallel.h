@@ -9,7 +9,9 @@ namespace kiln {
 // the threads in fixed contiguous ranges, the calling thread taking the first, so that
 // consecutive loops over the same data find it in the same core's cache. A loop started inside
 // another, or while another thread's loop runs, runs on the calling thread alone. The first
-// exception thrown by a body is rethrown here, once every iteration has ended.
+// exception thrown by a body is rethrown here, once every iteration has ended. A child process
+// forked between loops gets a pool of its own; one forked inside a body must exec or _exit (the
+// loop it is in waits for iterations that the parent's threads hold).
 using TaskBody = void (*)(void* ctx, int i);
 void parallel_for(int n, TaskBody body, void* ctx);
 
