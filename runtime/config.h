@@ -10,7 +10,7 @@ struct Config {
   int64_t segment_node_cap = 20000;  // KILN_SEGMENT_CAP: a segment this long is flushed
   std::string backend = "halide";  // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
   std::string log_level = "warn";  // KILN_LOG
-  int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores (the start; set_num_threads changes it)
+  int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores: the start; get/set_num_threads hold the current
   // KILN_COMPILE=background: a kernel that is neither in memory nor on disk is compiled on other
   // threads while the interpreter runs it; a later flush launches it once built. The default
   // (wait) compiles before the flush goes on, so every launch is a compiled kernel.

@@ -2,13 +2,14 @@
 
 #include <cpuid.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "runtime/disk_cache.h"
@@ -101,39 +102,86 @@ std::string compiler_target() {
   return name;
 }
 
+namespace {
+
+// The GNU build ID the linker wrote into the module (a hash of its contents), from the ELF notes
+// near the file's start; empty when it has none.
+std::string build_id(std::ifstream& file) {
+  Elf64_Ehdr header;
+  if (!file.read(reinterpret_cast<char*>(&header), sizeof header) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_phentsize != sizeof(Elf64_Phdr))
+    return "";
+  std::vector<Elf64_Phdr> segments(header.e_phnum);
+  file.seekg(std::streamoff(header.e_phoff));
+  if (!file.read(reinterpret_cast<char*>(segments.data()), std::streamsize(segments.size() * sizeof(Elf64_Phdr))))
+    return "";
+  for (const auto& segment : segments) {
+    if (segment.p_type != PT_NOTE || segment.p_filesz > 4096) continue;
+    std::string notes(segment.p_filesz, '\0');
+    file.seekg(std::streamoff(segment.p_offset));
+    if (!file.read(notes.data(), std::streamsize(notes.size()))) return "";
+    // Each note: a header, its name and its description, each padded to 4 bytes.
+    for (size_t at = 0; at + sizeof(Elf64_Nhdr) <= notes.size();) {
+      Elf64_Nhdr note;
+      std::memcpy(&note, notes.data() + at, sizeof note);
+      const size_t name = at + sizeof note, desc = name + ((note.n_namesz + 3) & ~3u);
+      if (desc + note.n_descsz > notes.size()) break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && notes.compare(name, 4, std::string("GNU\0", 4)) == 0)
+        return notes.substr(desc, note.n_descsz);
+      at = desc + ((note.n_descsz + 3) & ~3u);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string compiler_revision() {
-  // The module's bytes: any rebuild that changes its code (lowering, scheduling, the kiln code it
-  // links) names a new folder, and a copy of the same build finds the old one.
+  // Any rebuild that changes the module's code (lowering, scheduling, the kiln code it links)
+  // names a new folder, and a copy of the same build finds the old one: its build ID, else a hash
+  // of all its bytes (~2.5 ms of every start for its ~400 KB; the ID is a few hundred bytes read).
   std::ifstream file(module_path(), std::ios::binary);
   if (!file) return "none";
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  return std::to_string(fnv1a64(bytes.data(), bytes.size()));
+  std::string id = build_id(file);
+  if (id.empty()) {
+    file.clear();
+    file.seekg(0, std::ios::end);
+    id.assign(size_t(file.tellg()), '\0');
+    file.seekg(0).read(id.data(), std::streamsize(id.size()));
+  }
+  return std::to_string(fnv1a64(id.data(), id.size()));
 }
 
 std::string host_cpu_id() {
-  // The words Halide reads to choose a target's features: the vendor, leaf 1's feature flags,
-  // leaf 7's (subleaves 0 and 1), and which register states the OS saves (XCR0: AVX and AVX-512
-  // need its consent). Not leaf 1's eax and ebx: they hold the core's number.
-  std::vector<unsigned> words;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  __get_cpuid_count(0, 0, &a, &b, &c, &d);
-  words.insert(words.end(), {b, c, d});
-  __get_cpuid_count(1, 0, &a, &b, &c, &d);
-  const bool osxsave = c & (1u << 27);
-  words.insert(words.end(), {c, d});
-  for (unsigned sub : {0u, 1u}) {
-    a = b = c = d = 0;
-    __get_cpuid_count(7, sub, &a, &b, &c, &d);
-    words.insert(words.end(), {a, b, c, d});
-  }
-  if (osxsave) {
-    unsigned lo, hi;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    words.push_back(lo);
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(words.data(), words.size() * 4)));
-  return std::string("x86-") + hex;
+  // Read once: the backend asks twice (the prebuilt runtime's check, the cache's folder), and
+  // CPUID traps to the hypervisor on a VM.
+  static const std::string id = [] {
+    // The words Halide reads to choose a target's features: the vendor, leaf 1's feature flags,
+    // leaf 7's (subleaves 0 and 1), and which register states the OS saves (XCR0: AVX and
+    // AVX-512 need its consent). Not leaf 1's eax and ebx: they hold the core's number.
+    std::vector<unsigned> words;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid_count(0, 0, &a, &b, &c, &d);
+    words.insert(words.end(), {b, c, d});
+    __get_cpuid_count(1, 0, &a, &b, &c, &d);
+    const bool osxsave = c & (1u << 27);
+    words.insert(words.end(), {c, d});
+    for (unsigned sub : {0u, 1u}) {
+      a = b = c = d = 0;
+      __get_cpuid_count(7, sub, &a, &b, &c, &d);
+      words.insert(words.end(), {a, b, c, d});
+    }
+    if (osxsave) {
+      unsigned lo, hi;
+      __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      words.push_back(lo);
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(words.data(), words.size() * 4)));
+    return std::string("x86-") + hex;
+  }();
+  return id;
 }
 
 }  // namespace kiln::codegen::halide

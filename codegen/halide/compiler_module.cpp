@@ -12,9 +12,12 @@
 
 namespace {
 
-int failed(char* error, size_t size) {
+// Runs `f`; an exception becomes its message in `error` and a nonzero result.
+template <typename F>
+int guarded(char* error, size_t size, F f) {
   try {
-    throw;
+    f();
+    return 0;
   } catch (const std::exception& e) {
     std::snprintf(error, size, "%s", e.what());
   } catch (...) {
@@ -32,28 +35,14 @@ KILN_EXPORT uint64_t kiln_halide_compiler_abi() { return kCompilerAbi; }
 KILN_EXPORT int kiln_halide_compile_kernel(const kiln::fusion::Kernel* kernel, const char* name,
                                            const char* object_path, const char* dump_dir, char* error,
                                            size_t error_size) {
-  try {
-    compile_kernel(*kernel, name, object_path, dump_dir);
-    return 0;
-  } catch (...) {
-    return failed(error, error_size);
-  }
+  return guarded(error, error_size, [&] { compile_kernel(*kernel, name, object_path, dump_dir); });
 }
 
 KILN_EXPORT int kiln_halide_compile_runtime(const char* object_path, char* error, size_t error_size) {
-  try {
-    compile_runtime(object_path);
-    return 0;
-  } catch (...) {
-    return failed(error, error_size);
-  }
+  return guarded(error, error_size, [&] { compile_runtime(object_path); });
 }
 
+// The name, or on failure the error, in `out`.
 KILN_EXPORT int kiln_halide_target_name(char* out, size_t size) {
-  try {
-    std::snprintf(out, size, "%s", target_name().c_str());
-    return 0;
-  } catch (...) {
-    return failed(out, size);
-  }
+  return guarded(out, size, [&] { std::snprintf(out, size, "%s", target_name().c_str()); });
 }
