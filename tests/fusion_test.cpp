@@ -652,6 +652,13 @@ TEST(Fusion, ExpTanhAndErfStayWithinAFewUlpsOfTheExactValue) {
   EXPECT_FLOAT_EQ(erf_special[4], float(std::erf(1e-37)));
   EXPECT_EQ(erf_special[5], 1.0f);
   EXPECT_EQ(erf_special[6], -1.0f);
+  const auto exp_special = (from({nan, inf, -inf, 100.0f, -200.0f, -100.0f}) * 1.0).exp().to_vector<float>();
+  EXPECT_TRUE(std::isnan(exp_special[0]));
+  EXPECT_EQ(exp_special[1], inf);
+  EXPECT_EQ(exp_special[2], 0.0f);
+  EXPECT_EQ(exp_special[3], inf);
+  EXPECT_EQ(exp_special[4], 0.0f);
+  EXPECT_EQ(exp_special[5], std::exp(-100.0f));  // subnormal, rounded once
   const auto special = (from({nan, inf, -inf, 0.0f, 1e-37f, -5e-39f, 3e-4f}) * 1.0).tanh().to_vector<float>();
   EXPECT_TRUE(std::isnan(special[0]));
   EXPECT_EQ(special[1], 1.0f);

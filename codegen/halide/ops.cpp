@@ -87,13 +87,18 @@ Expr nan_bits(Expr x) {
 // max than the bits); for float64 the bits, as a reviewer's program lost a float64 NaN to is_nan
 // in a kernel mixing both precisions.
 Expr is_nan_value(Expr x) { return x.type().bits() == 64 ? nan_bits(x) : is_nan(x); }
+// x clamped to [lo, hi], NaN kept: each comparison is false for NaN, so NaN falls through to x
+// (Halide's clamp compiles to x86's min and max, which answer the bound). A NaN then runs through
+// the polynomial that follows and comes out NaN with no test of its own: on AVX2 this clamp is
+// three ops (compare, max, blend) where clamp and test were five (exp) or seven (tanh, erf).
+Expr clamp_keeping_nan(Expr x, float lo, float hi) { return select(x > hi, Expr(hi), select(x < lo, Expr(lo), x)); }
 Expr vector_exp(Expr x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
   // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
   // is finite, n runs from -150 to 128, and 2^n is two factors 2^(n/2), each a normal number:
   // the results that underflow to subnormals are rounded once, and those past the float range
-  // overflow to inf, with no case of their own. NaN is the one special value tested.
-  Expr c = clamp(x, -104.0f, 89.0f);
+  // overflow to inf, with no case of their own. NaN passes the clamp and stays NaN.
+  Expr c = clamp_keeping_nan(x, -104.0f, 89.0f);
   // n by adding 1.5 * 2^23: the sum's units are integers, rounded to nearest, and its low
   // mantissa bits hold n.
   const float round_bias = 12582912.0f;
@@ -106,7 +111,7 @@ Expr vector_exp(Expr x) {
   p = fma(p, r * r, r) + 1.0f;
   auto power_of_two = [](Expr e) { return reinterpret(Float(32), (e + 127) << 23); };  // -126 <= e <= 127
   Expr half = ni >> 1;
-  return select(nan_bits(x), x, p * power_of_two(half) * power_of_two(ni - half));
+  return p * power_of_two(half) * power_of_two(ni - half);
 }
 Expr vector_log(Expr x) {
   const Expr inf = Expr(std::numeric_limits<float>::infinity()), nan = Expr(std::numeric_limits<float>::quiet_NaN());
@@ -121,24 +126,24 @@ Expr vector_log(Expr x) {
 // result is clamped to [-1, 1]: just below 4 the ratio exceeds 1 by up to 4 ulps, which made
 // GELU(x) positive for x near -5.5.
 Expr vector_erf(Expr a) {
-  Expr x = clamp(a, -4.0f, 4.0f), x2 = x * x;
+  Expr x = clamp_keeping_nan(a, -4.0f, 4.0f), x2 = x * x;
   Expr p =
       polynomial(x2, {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f, -5.69250639462346e-05f,
                       -7.34990630326855e-04f, -2.95459980854025e-03f, -1.60960333262415e-02f});
   Expr q = polynomial(x2, {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
                            -7.37332916720468e-03f, -1.42647390514189e-02f});
-  return select(nan_bits(a), a, clamp(x * (p / q), -1.0f, 1.0f));
+  return clamp_keeping_nan(x * (p / q), -1.0f, 1.0f);
 }
 // Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
 Expr vector_tanh(Expr x) {
-  Expr c = clamp(x, -9.0f, 9.0f), c2 = c * c;
+  Expr c = clamp_keeping_nan(x, -9.0f, 9.0f), c2 = c * c;
   Expr p =
       c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
                           1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
   Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
   // Below 3.5e-4, tanh(x) rounds to x (x^3 / 3 is under half an ulp; from about 3.52e-4 it is
   // not); far below, near the smallest normal floats, p would go subnormal and lose digits.
-  return select(nan_bits(x) || abs(x) < 3.5e-4f, x, p / q);
+  return select(abs(x) < 3.5e-4f, x, p / q);
 }
 
 }  // namespace
