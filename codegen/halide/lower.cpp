@@ -546,10 +546,13 @@ struct Accumulator {
       if (lanes) {
         RDom tail = reduced_domain(Range(whole, inner_extent - whole));
         define_update(acc, lhs, values_at(tail, tail[0]));
-        // Two native vectors, not one of twice the width: on AVX2 a 16-lane compare (a row's
-        // max) went through byte packing (the softmax cross-entropy row kernel 1447 -> 1332 us).
-        partial.vectorize(u, width / 2).unroll(u);
-        partial.update().vectorize(u, width / 2).unroll(u);
+        // Two native vectors a step, not one of twice the width: on AVX2 a 16-lane compare (a
+        // row's max) went through byte packing (the softmax cross-entropy row kernel 1447 ->
+        // 1332 us). The two vectors inside the step's loop: outside, each half of the row was a
+        // loop of its own.
+        Var uo("uo"), ui("ui");
+        partial.split(u, uo, ui, width / 2).vectorize(ui).unroll(uo);
+        partial.update().split(u, uo, ui, width / 2).vectorize(ui).unroll(uo).reorder(ui, uo, r[0]);
       }
       vectors = r;
     };
