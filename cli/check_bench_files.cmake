@@ -1,6 +1,11 @@
 # Checks what `kiln bench --json J --plot S` wrote (the cli.bench test): the table's first row is
-# the GELU chain with a positive kiln lazy time, and the chart is an SVG with a bar per series.
+# the GELU chain with a positive kiln lazy time, the machine is named, and the chart is an SVG with
+# a bar per series.
 file(READ "${JSON}" json)
+string(JSON machine GET "${json}" machine)
+if(NOT machine MATCHES " cores; kernels for ")
+  message(FATAL_ERROR "bench json: machine '${machine}'")
+endif()
 string(JSON workload GET "${json}" table 0 workload)
 string(JSON lazy_ms GET "${json}" table 0 kiln_lazy_ms)
 string(JSON launches GET "${json}" table 0 kernels_per_step)
