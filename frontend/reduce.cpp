@@ -268,7 +268,13 @@ Moments shifted_moments(const Tensor& x, const std::vector<int64_t>& axes) {
 Moments centered_moments(const Tensor& x, const std::vector<int64_t>& axes) {
   Tensor mean = x.mean(axes, /*keepdim=*/true);
   Tensor centered = x - mean;
-  return {centered, mean.detach(), (centered * centered).mean(axes, /*keepdim=*/true)};
+  // The variance's deviations take the mean as a constant: the same values (CSE makes them one
+  // node with `centered`), and the same gradient, since d var / d mean = -2 mean(x - mean) = 0.
+  // Through the mean, the variance's gradient was a sum over each row that needed another row sum
+  // first (the gradient of var), a third pass over every row in LayerNorm's backward kernel;
+  // without it both sums are taken in one pass, as in PyTorch's closed form.
+  Tensor deviation = x - mean.detach();
+  return {centered, mean.detach(), (deviation * deviation).mean(axes, /*keepdim=*/true)};
 }
 
 }  // namespace kiln::detail

@@ -1,8 +1,10 @@
-// The plan rewrites before partitioning: common subexpressions, identities, constant folding.
+// The plan rewrites before partitioning: common subexpressions, identities, constant folding; and
+// what the partition makes of a LayerNorm backward.
 #include <gtest/gtest.h>
 
 #include <kiln/kiln.h>
 
+#include "fusion/kernel.h"
 #include "fusion/passes.h"
 #include "tracer/storage.h"
 
@@ -71,4 +73,30 @@ TEST(Passes, LiveValuesAreKept) {
   fusion::simplify(p);
   EXPECT_EQ(count(p, ir::Op::Mul), 2u);
   EXPECT_TRUE(allclose(a, x) && allclose(b, x));
+}
+
+// LayerNorm's backward takes both of its row sums (of the gradient, and of the gradient times the
+// normalized input) in one pass: the variance reads the mean as a constant (detail::centered_moments),
+// so no sum waits on another. Through the mean, the variance's gradient added a sum that needed
+// the first one, and the kernel made three passes over each row.
+TEST(Passes, LayerNormBackwardSumsEachRowInOnePhase) {
+  Tensor x = randn({8, 32}, requires_grad());
+  nn::LayerNorm ln(nn::LayerNormOptions({32}));
+  ln->forward(x).backward(randn({8, 32}));
+  const ir::Node* grad = x.grad().unsafeGetTensorImpl()->storage->node.get();
+  fusion::Plan p = plan_of({x.grad()});
+  fusion::eliminate_common_subexpressions(p);
+  fusion::simplify(p);
+  int kernels = 0, deepest = 0;  // the kernel that writes x's gradient, and its latest phase
+  for (const auto& k : fusion::partition(p, nullptr))
+    for (int o : k.outputs)
+      if (k.nodes[size_t(o)].node == grad && k.kind == fusion::Kernel::Kind::Reduction) {
+        ++kernels;
+        const auto phase = k.phases();
+        for (int j : k.reduces) deepest = std::max(deepest, phase[size_t(j)]);
+      }
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(deepest, 1);
+  Tensor expected_mean = x.grad().sum(1).detach();  // the gradient of LayerNorm sums to 0 per row
+  EXPECT_TRUE(allclose(expected_mean, zeros({8}), 1e-4, 1e-4));
 }
