@@ -146,8 +146,8 @@ void define(Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& value
 // dependent multiplies (a polynomial, a division); on AVX2, two 8-lane vectors a step let two
 // chains overlap: LayerNorm + GELU's backward kernel took 390-430 us instead of 460-520, and the
 // softmax cross-entropy row kernel 1150 instead of 1330 (2 threads, Zen 3). Plain arithmetic
-// stays at the native width: at 16 lanes the CNN's copy kernels ran up to 2x slower (rows of 28
-// or 14 elements end in a longer guarded tail).
+// stays at the native width: at 16 lanes the CNN's copy and batch-norm kernels ran up to 2x
+// slower (not looked into; their rows of 28 and 14 elements would end in longer guarded tails).
 int element_lanes(const fusion::Kernel& k) {
   const int native = kernel_target().natural_vector_size(Float(32));
   for (const auto& kn : k.nodes) {
