@@ -89,9 +89,14 @@ Expr nan_bits(Expr x) {
 Expr is_nan_value(Expr x) { return x.type().bits() == 64 ? nan_bits(x) : is_nan(x); }
 // x clamped to [lo, hi], NaN kept: each comparison is false for NaN, so NaN falls through to x
 // (Halide's clamp compiles to x86's min and max, which answer the bound). A NaN then runs through
-// the polynomial that follows and comes out NaN with no test of its own: on AVX2 this clamp is
-// three ops (compare, max, blend) where clamp and test were five (exp) or seven (tanh, erf).
-Expr clamp_keeping_nan(Expr x, float lo, float hi) { return select(x > hi, Expr(hi), select(x < lo, Expr(lo), x)); }
+// the polynomial that follows and comes out NaN with no test of its own. Each select compares the
+// value it returns otherwise, so LLVM makes it one max or min with that value as the operand x86
+// returns for NaN: two ops on AVX2, as a plain clamp, where clamp and NaN test were five (exp) or
+// seven (tanh, erf).
+Expr clamp_keeping_nan(Expr x, float lo, float hi) {
+  Expr above_lo = select(x < lo, Expr(lo), x);
+  return select(above_lo > hi, Expr(hi), above_lo);
+}
 Expr vector_exp(Expr x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2; exp(r) by its Taylor series.
   // Clamped to the range from the largest x whose exp rounds to 0 to past the largest whose exp
@@ -142,8 +147,9 @@ Expr vector_tanh(Expr x) {
                           1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
   Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
   // Below 3.5e-4, tanh(x) rounds to x (x^3 / 3 is under half an ulp; from about 3.52e-4 it is
-  // not); far below, near the smallest normal floats, p would go subnormal and lose digits.
-  return select(abs(x) < 3.5e-4f, x, p / q);
+  // not); far below, near the smallest normal floats, p would go subnormal and lose digits. c2
+  // tells |x| < 3.5e-4 without an abs (c is x there; the test is false for NaN, which p / q keeps).
+  return select(c2 < 3.5e-4f * 3.5e-4f, x, p / q);
 }
 
 }  // namespace
