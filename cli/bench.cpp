@@ -207,11 +207,38 @@ Best best_of(const Sides& sides, const std::string& kind, const std::string& nam
   return best;
 }
 
+// The machine the figures belong to: the CPU's model, its cores and the target kernels were built
+// for (the same program ran at half the speed when a session's machine changed from AVX-512 to
+// AVX2, so a table means little without it).
+std::string machine_description() {
+  // A virtual machine may name only the vendor ("AMD EPYC"): family and model tell the core.
+  std::map<std::string, std::string> cpu;  // the first processor's fields
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line) && !line.empty();)
+    if (const auto colon = line.find(':'); colon != std::string::npos) {
+      const auto key_end = line.find_last_not_of(" \t", colon - 1);
+      cpu[line.substr(0, key_end == std::string::npos ? 0 : key_end + 1)] =
+          line.substr(std::min(colon + 2, line.size()));
+    }
+  std::string model = cpu.count("model name") ? cpu["model name"] : "unknown CPU";
+  if (cpu.count("cpu family") && cpu.count("model"))
+    model += " (family " + cpu["cpu family"] + ", model " + cpu["model"] + ")";
+  std::string target;
+  try {
+    target = codegen::halide::compiler_target();
+  } catch (const Error& e) {
+    target = std::string("none (") + e.what() + ")";
+  }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores; kernels for " + target;
+}
+
 struct Limits {
+  std::string machine;                      // machine_description()
   std::optional<double> bandwidth, gflops;  // bytes/s of the triad, GFLOP/s of sgemm: the best any run reached
 };
 Limits machine_limits(const Sides& sides) {
   Limits l;
+  l.machine = machine_description();
   auto keep_best = [](std::optional<double>& into, std::optional<double> v) {
     if (v && (!into || *v > *into)) into = v;
   };
@@ -257,33 +284,8 @@ void check_row(const Sides& sides, const Row& row, std::vector<std::string>& pro
   }
 }
 
-// The machine the figures belong to: the CPU's model, its cores and the target kernels were built
-// for (the same program ran at half the speed when a session's machine changed from AVX-512 to
-// AVX2, so a table means little without it).
-std::string machine_description() {
-  // A virtual machine may name only the vendor ("AMD EPYC"): family and model tell the core.
-  std::map<std::string, std::string> cpu;  // the first processor's fields
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line) && !line.empty();)
-    if (const auto colon = line.find(':'); colon != std::string::npos) {
-      const auto key_end = line.find_last_not_of(" \t", colon - 1);
-      cpu[line.substr(0, key_end == std::string::npos ? 0 : key_end + 1)] =
-          line.substr(std::min(colon + 2, line.size()));
-    }
-  std::string model = cpu.count("model name") ? cpu["model name"] : "unknown CPU";
-  if (cpu.count("cpu family") && cpu.count("model"))
-    model += " (family " + cpu["cpu family"] + ", model " + cpu["model"] + ")";
-  std::string target;
-  try {
-    target = codegen::halide::compiler_target();
-  } catch (const Error& e) {
-    target = std::string("none (") + e.what() + ")";
-  }
-  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cores; kernels for " + target;
-}
-
 void print_table(const Limits& limits, const std::vector<Row>& rows, const std::vector<std::string>& problems) {
-  std::printf("\nMachine: %s\n", machine_description().c_str());
+  std::printf("\nMachine: %s\n", limits.machine.c_str());
   std::printf("Machine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
               cell(ratio(limits.bandwidth, 1e9), "%.1f").c_str(), cell(limits.gflops, "%.0f").c_str());
   std::printf(
@@ -304,7 +306,7 @@ void print_table(const Limits& limits, const std::vector<Row>& rows, const std::
 void write_json(const std::string& path, const Sides& sides, const Limits& limits, const std::vector<Row>& rows,
                 const std::vector<std::string>& problems) {
   json out = {
-      {"machine", machine_description()},
+      {"machine", limits.machine},
       {"limits", {{"triad_bytes_per_second", to_json(limits.bandwidth)}, {"sgemm_gflops", to_json(limits.gflops)}}},
       {"problems", problems},
       {"table", json::array()},
