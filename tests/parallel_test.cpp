@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -39,6 +40,19 @@ struct Tally {
   }
   void expect_each_once() const {
     for (size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "iteration " << i;
+  }
+};
+
+// A Tally whose body throws at the iterations in `throw_at`, after counting them.
+struct Throwing {
+  Throwing(int n, std::vector<int> at) : tally(n), throw_at(std::move(at)) {}
+  Tally tally;
+  std::vector<int> throw_at;
+  static void body(void* ctx, int i) {
+    auto& t = *static_cast<Throwing*>(ctx);
+    Tally::body(&t.tally, i);
+    if (std::find(t.throw_at.begin(), t.throw_at.end(), i) != t.throw_at.end())
+      throw std::runtime_error("iteration " + std::to_string(i));
   }
 };
 
@@ -115,13 +129,7 @@ TEST(Parallel, LoopsFromSeveralThreadsAtOnce) {
 
 TEST(Parallel, AnExceptionReachesTheCallerAfterEveryIteration) {
   Threads threads(2);
-  struct Throwing {
-    Tally tally{100};
-    static void body(void* ctx, int i) {
-      Tally::body(&static_cast<Throwing*>(ctx)->tally, i);
-      if (i % 10 == 3) throw std::runtime_error("iteration " + std::to_string(i));
-    }
-  } throwing;
+  Throwing throwing(100, {3, 13, 23, 33, 43, 53, 63, 73, 83, 93});
   EXPECT_THROW(kiln::parallel_for(100, &Throwing::body, &throwing), std::runtime_error);
   throwing.tally.expect_each_once();
   Tally after(100);  // the pool still works
@@ -131,13 +139,7 @@ TEST(Parallel, AnExceptionReachesTheCallerAfterEveryIteration) {
 
 TEST(Parallel, OnOneThreadTooAnExceptionComesAfterEveryIteration) {
   Threads threads(1);
-  struct Throwing {
-    Tally tally{10};
-    static void body(void* ctx, int i) {
-      Tally::body(&static_cast<Throwing*>(ctx)->tally, i);
-      if (i == 2 || i == 5) throw std::runtime_error("iteration " + std::to_string(i));
-    }
-  } throwing;
+  Throwing throwing(10, {2, 5});
   try {
     kiln::parallel_for(10, &Throwing::body, &throwing);
     FAIL() << "no exception";
