@@ -139,17 +139,19 @@ Expr vector_erf(Expr a) {
                            -7.37332916720468e-03f, -1.42647390514189e-02f});
   return clamp_keeping_nan(x * (p / q), -1.0f, 1.0f);
 }
-// Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6.
+// Eigen's rational approximation (generic_fast_tanh_float): odd degree 13 over even degree 6,
+// c * P(c^2) / Q(c^2), 5.3 ulps at worst over all floats in [-10, 10] (checked against double
+// tanh, every float). P's last coefficient is Q's (Eigen's is 1.3e-7 smaller): tanh(x) / x is 1 at
+// 0, so for small x the ratio rounds to 1 and c times it is x, digit for digit, with no test for
+// small x (Eigen's select, x below 3.5e-4, cost GeluChain 9% on AVX2); below 3.5e-4 every float
+// is within 0.63 ulps. The ratio is taken before the product: c * P first would go subnormal
+// near the smallest floats.
 Expr vector_tanh(Expr x) {
   Expr c = clamp_keeping_nan(x, -9.0f, 9.0f), c2 = c * c;
-  Expr p =
-      c * polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
-                          1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352455891786e-03f});
+  Expr p = polynomial(c2, {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f, 5.12229709037114e-08f,
+                           1.48572235717979e-05f, 6.37261928875436e-04f, 4.89352518554385e-03f});
   Expr q = polynomial(c2, {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f, 4.89352518554385e-03f});
-  // Below 3.5e-4, tanh(x) rounds to x (x^3 / 3 is under half an ulp; from about 3.52e-4 it is
-  // not); far below, near the smallest normal floats, p would go subnormal and lose digits. c2
-  // tells |x| < 3.5e-4 without an abs (c is x there; the test is false for NaN, which p / q keeps).
-  return select(c2 < 3.5e-4f * 3.5e-4f, x, p / q);
+  return c * (p / q);
 }
 
 }  // namespace
