@@ -142,7 +142,36 @@ TEST(Fusion, LongChainsAreCutIntoKernelsOfBoundedSize) {
   EXPECT_LE(s.kernel_launches, 2 * 2500 / 128);
   auto [again, reference] = fused_and_reference(chain);
   EXPECT_EQ(again, fused);
-  expect_near_all(fused, reference);
+  // Each step's x * 1.0001 + 0.0001 is one fma in a kernel and two roundings in the interpreter:
+  // the results drift apart by up to half an ulp a step, 500 * 2^-24 relative at most.
+  expect_near_all(fused, reference, 3e-5);
+}
+
+// A float product added in a kernel is rounded once, with the sum (codegen/halide/ops.cpp,
+// add_contracted), as GCC and CUDA compile a * b + c: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, whose last
+// term a rounded product drops. The interpreter rounds the product first. Negation flips the sign
+// of zeros, as the interpreter's (it computed 0 - x, giving +0 for +0).
+TEST(Fusion, ProductsAddedInAKernelAreRoundedOnce) {
+  auto run = [](const std::string& backend) {
+    const std::string saved = kiln::config().backend;
+    kiln::config().backend = backend;
+    const float a = 1 + std::ldexp(1.0f, -12), c = 1 + std::ldexp(1.0f, -11);
+    std::vector<float> data(64, a);  // an input, not a constant that folding would compute
+    auto x = torch::from_blob(data.data(), {64}, torch::kFloat).clone();
+    auto sums = values_of({x * x - c, -c + x * x, c - x * x, -(x * 0.0)});
+    kiln::config().backend = saved;
+    return sums;
+  };
+  const auto fused = run("halide"), reference = run("interp");
+  const float low = std::ldexp(1.0f, -24);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(reference[i], 0.0f);
+    EXPECT_EQ(fused[i], low);
+    EXPECT_EQ(fused[64 + i], low);
+    EXPECT_EQ(fused[128 + i], -low);
+    EXPECT_TRUE(fused[192 + i] == 0.0f && std::signbit(fused[192 + i])) << fused[192 + i];
+    EXPECT_TRUE(std::signbit(reference[192 + i]));
+  }
 }
 
 // A recurrence with an output every step: the values later outputs share nest one level per

@@ -428,12 +428,23 @@ TEST(Lazy, SameResultsLazyAndEager) {
     eager = program();
     EXPECT_GT(kiln::stats().flushes, 30);
   }
+  std::vector<std::vector<double>> small_segments;
   {
     Mode mode(true, 10);  // and with a tiny segment cap
-    EXPECT_EQ(program(), lazy);
+    small_segments = program();
   }
-  ASSERT_EQ(lazy.size(), eager.size());
-  for (size_t i = 0; i < lazy.size(); ++i) EXPECT_EQ(lazy[i], eager[i]) << "result " << i;
+  // Within float rounding, not to the bit: a kernel rounds a product added to something once
+  // (codegen/halide/ops.cpp, add_contracted), and where kernels end decides which are.
+  auto expect_close = [](const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].size(), b[i].size()) << "result " << i;
+      for (size_t j = 0; j < a[i].size(); ++j)
+        EXPECT_NEAR(a[i][j], b[i][j], 1e-6 * (1 + std::fabs(b[i][j]))) << "result " << i << " value " << j;
+    }
+  };
+  expect_close(lazy, eager);
+  expect_close(small_segments, lazy);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace kiln::codegen::halide {
 using namespace Halide;
 using Internal::const_false;
 using Internal::const_true;
+using Internal::make_const;
 using Internal::make_one;
 using Internal::make_zero;
 using ir::Op;
@@ -66,6 +67,21 @@ Expr fma(Expr a, Expr b, Expr c) {
   const Type t = a.type();
   return Internal::Call::make(t, t == Float(64) ? "llvm.fma.f64" : "llvm.fma.f32", {a, b, c},
                               Internal::Call::PureExtern);
+}
+// -x for floats as IEEE negates it: -0 - x, which LLVM compiles to a sign flip (0 - x gave +0
+// for +0).
+Expr negate(Expr x) { return x.type().is_float() ? make_const(x.type(), -0.0) - x : -x; }
+// x + y and x - y as one fma where x or y is a float product: GCC and Clang contract a * b + c so
+// by default in C++ (-ffp-contract), libtorch's own kernels included, as CUDA does; strict_float
+// keeps LLVM from doing it here. The sum is rounded once, not twice: it can differ from the
+// interpreter's and from eager mode's, which round the product first, by an ulp of the product.
+Expr add_contracted(Expr x, Expr y, bool subtract) {
+  if (x.type().is_float()) {
+    if (const auto* m = x.as<Internal::Mul>()) return fma(m->a, m->b, subtract ? negate(y) : y);
+    if (const auto* m = y.as<Internal::Mul>()) return fma(subtract ? negate(m->a) : m->a, m->b, x);
+  }
+  if (subtract) return x - y;
+  return x.type().is_bool() ? x || y : x + y;
 }
 // c[0] * x^(n-1) + ... + c[n-1], by Horner's rule.
 Expr polynomial(Expr x, std::initializer_list<float> c) {
@@ -161,7 +177,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
   switch (n.op) {
     case Op::Copy: return a[0];
     case Op::Cast: return convert(a[0], n.dtype);
-    case Op::Neg: return -a[0];
+    case Op::Neg: return negate(a[0]);
     case Op::Exp: return t == Float(32) ? vector_exp(a[0]) : exp(a[0]);
     case Op::Log: return t == Float(32) ? vector_log(a[0]) : log(a[0]);
     case Op::Log1p: return libm("log1pf", "log1p", a[0]);
@@ -174,8 +190,8 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
     case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", a[0]);
     case Op::Not: return !a[0];
-    case Op::Add: return t.is_bool() ? a[0] || a[1] : a[0] + a[1];
-    case Op::Sub: return a[0] - a[1];
+    case Op::Add: return add_contracted(a[0], a[1], false);
+    case Op::Sub: return add_contracted(a[0], a[1], true);
     case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
     case Op::Div:
       if (t.is_float()) return a[0] / a[1];
