@@ -161,9 +161,9 @@ Expr vector_log(Expr x) {
 // floats in [-10, 10] (checked against double erf, every float; 7.5 by Horner's rule, as Halide's
 // erf). Halide's, a select between two polynomials both computed, took ~19 multiplies to this
 // one's 12 (GELU's backward, the widest kernel of LayerNorm + GELU, is bound by the multiplier),
-// and gave NaN at +-inf and +0 at -0. x times the ratio, not x * P first: for tiny x, x * P would round to a subnormal.
-// The result is clamped to [-1, 1]: just below 4 the ratio exceeds 1 by up to 4 ulps, which made GELU(x) positive for x
-// near -5.5.
+// and gave NaN at +-inf and +0 at -0. x times the ratio, not x * P first: for tiny x, x * P would
+// round to a subnormal. The result is clamped to [-1, 1]: just below 4 the ratio exceeds 1 by up
+// to 4 ulps, which made GELU(x) positive for x near -5.5.
 Expr vector_erf(Expr a) {
   Expr x = clamp_keeping_nan(a, -4.0f, 4.0f), x2 = x * x;
   Expr p = polynomial_estrin(
