@@ -147,23 +147,25 @@ TEST(Fusion, LongChainsAreCutIntoKernelsOfBoundedSize) {
   expect_near_all(fused, reference, 3e-5);
 }
 
-// A float product added in a kernel is rounded once, with the sum (codegen/halide/ops.cpp,
-// add_contracted), as GCC and CUDA compile a * b + c: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, whose last
-// term a rounded product drops. The interpreter rounds the product first. Negation flips the sign
-// of zeros, as the interpreter's (it computed 0 - x, giving +0 for +0).
+// A float product of computed values added in a kernel is rounded once, with the sum
+// (codegen/halide/ops.cpp, add_contracted), as GCC and CUDA compile a * b + c: with u = 2 + 2^-11,
+// u^2 = 4 + 2^-9 + 2^-22, whose last term a rounded product drops. The interpreter rounds the
+// product first, and so does a kernel whose factor is read from memory (x * x). Negation flips
+// the sign of zeros, as the interpreter's (it computed 0 - x, giving +0 for +0).
 TEST(Fusion, ProductsAddedInAKernelAreRoundedOnce) {
   auto run = [](const std::string& backend) {
     const std::string saved = kiln::config().backend;
     kiln::config().backend = backend;
-    const float a = 1 + std::ldexp(1.0f, -12), c = 1 + std::ldexp(1.0f, -11);
+    const float a = 1 + std::ldexp(1.0f, -12), c = 4 + std::ldexp(1.0f, -9);
     std::vector<float> data(64, a);  // an input, not a constant that folding would compute
     auto x = torch::from_blob(data.data(), {64}, torch::kFloat).clone();
-    auto sums = values_of({x * x - c, -c + x * x, c - x * x, -(x * 0.0)});
+    auto u = x * 2.0;
+    auto sums = values_of({u * u - c, -c + u * u, c - u * u, -(x * 0.0), x * x - (1 + std::ldexp(1.0f, -11))});
     kiln::config().backend = saved;
     return sums;
   };
   const auto fused = run("halide"), reference = run("interp");
-  const float low = std::ldexp(1.0f, -24);
+  const float low = std::ldexp(1.0f, -22);
   for (int i = 0; i < 64; ++i) {
     EXPECT_EQ(reference[i], 0.0f);
     EXPECT_EQ(fused[i], low);
@@ -171,6 +173,7 @@ TEST(Fusion, ProductsAddedInAKernelAreRoundedOnce) {
     EXPECT_EQ(fused[128 + i], -low);
     EXPECT_TRUE(fused[192 + i] == 0.0f && std::signbit(fused[192 + i])) << fused[192 + i];
     EXPECT_TRUE(std::signbit(reference[192 + i]));
+    EXPECT_EQ(fused[256 + i], reference[256 + i]);
   }
 }
 

@@ -71,14 +71,24 @@ Expr fma(Expr a, Expr b, Expr c) {
 // -x for floats as IEEE negates it: -0 - x, which LLVM compiles to a sign flip (0 - x gave +0
 // for +0).
 Expr negate(Expr x) { return x.type().is_float() ? make_const(x.type(), -0.0) - x : -x; }
-// x + y and x - y as one fma where x or y is a float product: GCC and Clang contract a * b + c so
-// by default in C++ (-ffp-contract), libtorch's own kernels included, as CUDA does; strict_float
-// keeps LLVM from doing it here. The sum is rounded once, not twice: it can differ from the
-// interpreter's and from eager mode's, which round the product first, by an ulp of the product.
+// A value read from a buffer (an input, or a value a row kernel stored), not computed here.
+bool is_load(const Expr& e) {
+  const auto* c = e.as<Internal::Call>();
+  return c && (c->call_type == Internal::Call::Image || c->call_type == Internal::Call::Halide);
+}
+// x + y and x - y as one fma where x or y is a float product of computed values: GCC and Clang
+// contract a * b + c so by default in C++ (-ffp-contract), libtorch's own kernels included, as
+// CUDA does; strict_float keeps LLVM from doing it here. The sum is rounded once, not twice: it
+// can differ from the interpreter's and from eager mode's, which round the product first, by an
+// ulp of the product. A product of a value read from a buffer stays a multiply and an add:
+// Halide calls fma lane by lane and LLVM gathers the lanes back into vectors, and a loaded factor
+// came back assembled from inserts and blends (LayerNorm + GELU's loop: 187 instructions per 16
+// elements with LayerNorm's weight in an fma, 178 without).
 Expr add_contracted(Expr x, Expr y, bool subtract) {
+  auto contractible = [](const Internal::Mul* m) { return m && !is_load(m->a) && !is_load(m->b); };
   if (x.type().is_float()) {
-    if (const auto* m = x.as<Internal::Mul>()) return fma(m->a, m->b, subtract ? negate(y) : y);
-    if (const auto* m = y.as<Internal::Mul>()) return fma(subtract ? negate(m->a) : m->a, m->b, x);
+    if (const auto* m = x.as<Internal::Mul>(); contractible(m)) return fma(m->a, m->b, subtract ? negate(y) : y);
+    if (const auto* m = y.as<Internal::Mul>(); contractible(m)) return fma(subtract ? negate(m->a) : m->a, m->b, x);
   }
   if (subtract) return x - y;
   return x.type().is_bool() ? x || y : x + y;
