@@ -97,6 +97,6 @@ TEST(Passes, LayerNormBackwardSumsEachRowInOnePhase) {
       }
   EXPECT_EQ(kernels, 1);
   EXPECT_EQ(deepest, 1);
-  Tensor expected_mean = x.grad().sum(1).detach();  // the gradient of LayerNorm sums to 0 per row
-  EXPECT_TRUE(allclose(expected_mean, zeros({8}), 1e-4, 1e-4));
+  Tensor row_sums = x.grad().sum(1).detach();  // the gradient of LayerNorm sums to 0 per row
+  EXPECT_TRUE(allclose(row_sums, zeros({8}), 1e-4, 1e-4));
 }

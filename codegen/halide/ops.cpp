@@ -90,8 +90,7 @@ Expr add_contracted(Expr x, Expr y, bool subtract) {
     if (const auto* m = x.as<Internal::Mul>(); contractible(m)) return fma(m->a, m->b, subtract ? negate(y) : y);
     if (const auto* m = y.as<Internal::Mul>(); contractible(m)) return fma(subtract ? negate(m->a) : m->a, m->b, x);
   }
-  if (subtract) return x - y;
-  return x.type().is_bool() ? x || y : x + y;
+  return subtract ? x - y : x + y;
 }
 // c[0] * x^(n-1) + ... + c[n-1], by Horner's rule: n - 1 dependent fmas.
 Expr polynomial(Expr x, std::initializer_list<float> c) {
@@ -218,7 +217,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
     case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", a[0]);
     case Op::Not: return !a[0];
-    case Op::Add: return add_contracted(a[0], a[1], false);
+    case Op::Add: return t.is_bool() ? a[0] || a[1] : add_contracted(a[0], a[1], false);
     case Op::Sub: return add_contracted(a[0], a[1], true);
     case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
     case Op::Div:
