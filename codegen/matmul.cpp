@@ -57,12 +57,14 @@ void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, in
 // C = op(A) op(B), row-major, split into pieces of rows of C (or of columns, when C has few rows)
 // run on kiln's worker pool (runtime/parallel.h); one piece per thread, each a single-threaded
 // BLAS call (OpenBLAS's own pool, spinning for the same cores between every GEMM and the kernels
-// around it, is never started). Small products are one call.
+// around it, is never started: handing MlpStep's GEMMs to it measured 8.0-8.5 ms a step against
+// 7.2-8.7). Products under 2 MFLOP are one call. OpenBLAS is slow on a dimension of 10 (an MLP's
+// last layer: 2.6 MFLOP in 75-90 us), and two pieces of those halve it (40-60 us).
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c) {
   static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
   (void)single_threaded_blas;
-  constexpr int64_t kMinFlopsPerPiece = int64_t(1) << 22;
+  constexpr int64_t kMinFlopsPerPiece = int64_t(1) << 20;
   const int64_t by_size = std::max<int64_t>(1, 2 * M * N * K / kMinFlopsPerPiece);
   const bool split_rows = M >= N;
   const int64_t extent = split_rows ? M : N;
