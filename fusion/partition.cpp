@@ -60,7 +60,7 @@ bool reshaped_identity_view(const ir::Operand& o) {
 // The operand reads its producer's output exactly in the producer's layout (size-1 dims aside).
 bool identity_view(const ir::Operand& o) { return o.view.sizes == o.node->shape && reshaped_identity_view(o); }
 
-constexpr int kRecomputeLimit = 12;  // nodes a consumer may recompute rather than read
+constexpr int kRecomputeLimit = 12;  // operations (ir::op_cost) a consumer may recompute, not read
 // Kernels stay small enough to compile quickly: Halide's lowering takes time that grows faster than
 // a kernel's size (2000 dependent tiny ops compiled for 60 s as one kernel; an Adam step over 40
 // parameters, 15 s). A group of kGroupNodes members takes no more independent computations (the
@@ -303,21 +303,27 @@ class Partitioner {
     }
   }
 
-  // Nodes of j's own group that computing j takes (bounded by the limit). Producers already
-  // materialized are read, not recomputed, so they end the walk (nodes are decided in order).
+  // Operations (ir::op_cost) that computing j in another kernel takes, counted up to the limit:
+  // j's own group's producers and those of other groups that a reader computes in place too (as
+  // emit pulls them in), so that an exp or erf is not computed again in a second kernel. Producers
+  // already materialized are read, not recomputed, so they end the walk (nodes are decided in
+  // order).
   int recompute_cost(int j) const {
     std::vector<int> stack{j}, seen;
-    while (!stack.empty() && int(seen.size()) <= kRecomputeLimit) {
+    int cost = 0;
+    while (!stack.empty() && cost <= kRecomputeLimit) {
       int s = stack.back();
       stack.pop_back();
       if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
       seen.push_back(s);
-      for (const auto& in : node(s)->inputs)
-        if (int p = pending(in.node.get()); p >= 0 && kernel_of_[p] == kernel_of_[j] && is_pointwise(*node(p)) &&
-                                            !is_const(*node(p)) && !materialize_[p])
-          stack.push_back(p);
+      cost += ir::op_cost(node(s)->op);
+      for (const auto& in : node(s)->inputs) {
+        const int p = pending(in.node.get());
+        if (p < 0 || !is_pointwise(*node(p)) || is_const(*node(p)) || materialize_[p]) continue;
+        if (kernel_of_[p] == kernel_of_[j] || (!per_row_[p] && identity_view(in))) stack.push_back(p);
+      }
     }
-    return int(seen.size());
+    return cost;
   }
 
   // 2. Materialization.

@@ -100,3 +100,32 @@ TEST(Passes, LayerNormBackwardSumsEachRowInOnePhase) {
   Tensor row_sums = x.grad().sum(1).detach();  // the gradient of LayerNorm sums to 0 per row
   EXPECT_TRUE(allclose(row_sums, zeros({8}), 1e-4, 1e-4));
 }
+
+// A GELU between a LayerNorm and a matmul, as in an MLP: its gradient (an exp, and the erf it
+// shares with the forward) is read by two kernels of LayerNorm's backward, the column sums of the
+// weight's and bias's gradients and the row kernel of the input's. Each transcendental function
+// is computed by one kernel and read by the others: counted by nodes, the gradient was cheap
+// enough to compute in both, and MLP training computed GELU's backward twice per layer.
+TEST(Passes, TranscendentalValuesReadByTwoKernelsAreComputedOnce) {
+  Tensor x = randn({16, 64}, requires_grad());
+  nn::LayerNorm ln(nn::LayerNormOptions({64}));
+  Tensor w = randn({64, 8});
+  matmul(gelu(ln->forward(x)), w).backward(randn({16, 8}));
+  fusion::Plan p = plan_of({x.grad(), ln->weight.grad(), ln->bias.grad()});
+  fusion::eliminate_common_subexpressions(p);
+  fusion::simplify(p);
+  int with_exp = 0, with_erf = 0;
+  for (const auto& k : fusion::partition(p, nullptr)) {
+    bool exp = false, erf = false;
+    for (const auto& kn : k.nodes) {
+      exp |= kn.node->op == ir::Op::Exp;
+      erf |= kn.node->op == ir::Op::Erf;
+    }
+    with_exp += exp;
+    with_erf += erf;
+  }
+  EXPECT_EQ(with_exp, 1);
+  EXPECT_EQ(with_erf, 1);
+  Tensor row_sums = x.grad().sum(1).detach();  // LayerNorm's input gradient sums to 0 per row
+  EXPECT_TRUE(allclose(row_sums, zeros({16}), 1e-4, 1e-4));
+}

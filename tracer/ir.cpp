@@ -22,6 +22,21 @@ OpKind op_kind(Op op) {
   return kinds[int(op)];
 }
 
+// A float32 transcendental function is a few dozen vector operations in a compiled kernel.
+int op_cost(Op op) {
+  switch (op) {
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Erf:
+    case Op::Tanh:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Pow: return 20;
+    default: return 1;
+  }
+}
+
 static std::string short_id(const void* p) {
   std::ostringstream os;
   os << "%" << std::hex << ((reinterpret_cast<uintptr_t>(p) >> 4) & 0xffff);

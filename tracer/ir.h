@@ -24,6 +24,9 @@ enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Reduce, ArgR
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);
+// What computing a node's value once more costs, in simple operations: fusion weighs recomputing
+// a value against storing it by this (fusion/partition.cpp, codegen/halide/lower.cpp).
+int op_cost(Op op);
 
 struct Node;
 using NodePtr = std::shared_ptr<Node>;

@@ -229,20 +229,6 @@ void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_ex
       .vectorize(xi);
 }
 
-// What computing a value again costs, in operations: transcendental functions are a few dozen.
-int op_cost(Op op) {
-  switch (op) {
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Erf:
-    case Op::Tanh:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Pow: return 20;
-    default: return 1;
-  }
-}
 // A value used in more than one place whose recomputation costs more than this is stored (per
 // row in a row kernel, per vector in a pointwise one). Storing costs a pass over the row and a
 // store per vector: LayerNorm's backward row kernel (a value of 5 operations, read by a sum and
@@ -287,7 +273,7 @@ struct SharedValues {
     for (size_t i = 0; i < k.nodes.size(); ++i) {
       const ir::Node& n = *k.nodes[i].node;
       if (k.nodes[i].per_row || n.op == Op::Const) continue;
-      cost[i] = op_cost(n.op);
+      cost[i] = ir::op_cost(n.op);
       for (int a : k.nodes[i].args) {
         if (fusion::is_read(a)) continue;
         if (!store[a]) cost[i] += cost[a];
