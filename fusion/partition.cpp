@@ -142,7 +142,8 @@ void coalesce(Kernel& k, const std::vector<Shape>& output_strides) {
 
 class Partitioner {
  public:
-  explicit Partitioner(const Plan& plan) : plan_(plan), n_(int(plan.steps.size())), no_rows_(size_t(n_), false) {
+  explicit Partitioner(const Plan& plan)
+      : plan_(plan), n_(int(plan.steps.size())), kept_out_of_(size_t(n_)), kept_out_any_(size_t(n_), false) {
     for (int i = 0; i < n_; ++i) {  // a step's node carries its index (see pending)
       node(i)->pass = stamp_;
       node(i)->pass_value = i;
@@ -157,10 +158,11 @@ class Partitioner {
     // A row kernel pays off when it saves passes over memory with little per-element work: the
     // forward of softmax or LayerNorm (one per-element output) ran 25-30% faster as one, while
     // LayerNorm + GELU forward and backward (y, its gradient and dx per element) ran slower than
-    // as separate reduction and pointwise kernels. A reduction whose row kernel would write more
-    // per-element values than that is grouped again, without rows. (Which values are written
-    // follows decide_materialization's heuristics: changing those can change which reductions
-    // make row kernels.)
+    // as separate reduction and pointwise kernels. When a row kernel would write more per-element
+    // values than that, they are grouped again outside it, round after round, until it writes
+    // none: it keeps its reductions and per-row values (LayerNorm's mean and variance in one pass
+    // over x), and pointwise kernels compute the rest. (Which values are written follows
+    // decide_materialization's heuristics: changing those can change what row kernels hold.)
     for (bool regroup = true; regroup;) {
       protos_.clear();
       group();
@@ -170,11 +172,15 @@ class Partitioner {
       for (int j = 0; j < n_; ++j)
         if (materialize_[j] && !per_row_[j] && protos_[kernel_of_[j]].kind == Kernel::Kind::Reduction)
           ++element_outputs[size_t(kernel_of_[j])];
-      for (size_t p = 0; p < protos_.size(); ++p)
-        if (element_outputs[p] > kMaxRowKernelElementOutputs) {
-          no_rows_[size_t(protos_[p].members[0])] = true;
+      for (int j = 0; j < n_; ++j) {
+        const int p = kernel_of_[j], first = protos_[size_t(p)].members[0];
+        const int limit = kept_out_any_[size_t(first)] ? 0 : kMaxRowKernelElementOutputs;
+        if (materialize_[j] && !per_row_[j] && element_outputs[size_t(p)] > limit && !kept_out(j, p)) {
+          kept_out_of_[size_t(j)].push_back(first);  // pairs are only added: the rounds end
+          kept_out_any_[size_t(first)] = true;
           regroup = true;
         }
+      }
     }
     std::vector<Kernel> kernels;
     std::unordered_map<Node*, int> last_reader;  // materialized intermediate -> kernel index
@@ -198,7 +204,11 @@ class Partitioner {
     return p->pass == stamp_ ? int(p->pass_value) : -1;
   }
 
-  bool rows_allowed(int p) const { return over_rows(protos_[p]) && !no_rows_[size_t(protos_[p].members[0])]; }
+  // Element i may not join row kernel p (see run).
+  bool kept_out(int i, int p) const {
+    const auto& out = kept_out_of_[size_t(i)];
+    return std::find(out.begin(), out.end(), protos_[size_t(p)].members[0]) != out.end();
+  }
 
   // 1. Grouping.
   void group() {
@@ -250,8 +260,8 @@ class Partitioner {
         if (latest_has_room && protos_[latest].kind == Kernel::Kind::Reduction && epilogue_of(latest)) {
           join = latest;  // epilogue
           per_row = true;
-        } else if (latest_has_room && rows_allowed(latest) && protos_[latest].domain == nd.shape &&
-                   reads_in_row(latest)) {
+        } else if (latest_has_room && over_rows(protos_[latest]) && !kept_out(i, latest) &&
+                   protos_[latest].domain == nd.shape && reads_in_row(latest)) {
           join = latest;  // per element of a row kernel
         } else {
           // The earliest eligible group: it keeps later reductions free to share a pass.
@@ -284,7 +294,7 @@ class Partitioner {
             continue;
           // Reading something this kernel computes, it is a later phase of a row kernel, or else
           // a kernel of its own.
-          if (p == latest && !(rows_allowed(p) && reads_in_row(p))) break;
+          if (p == latest && !(over_rows(protos_[p]) && reads_in_row(p))) break;
           join = p;
           break;
         }
@@ -486,7 +496,9 @@ class Partitioner {
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;
   std::vector<bool> per_row_;  // a Reduction's member computed once per row (see KernelNode)
-  std::vector<bool> no_rows_;  // reductions that start no row kernel (see run)
+  // Per element: the row kernels (by their first member, a reduction) it may not join.
+  std::vector<std::vector<int>> kept_out_of_;
+  std::vector<bool> kept_out_any_;  // per reduction: its row kernel has kept values out
   std::vector<bool> materialize_;
 };
 

@@ -129,3 +129,30 @@ TEST(Passes, TranscendentalValuesReadByTwoKernelsAreComputedOnce) {
   Tensor row_sums = x.grad().sum(1).detach();  // LayerNorm's input gradient sums to 0 per row
   EXPECT_TRUE(allclose(row_sums, zeros({16}), 1e-4, 1e-4));
 }
+
+// LayerNorm then GELU, forward and backward: one row kernel holding everything would write y,
+// GELU's gradient and dx per element, which ran slower than separate kernels. The row kernel
+// keeps what needs rows, the mean and the variance, in one pass over x, and the per-element work
+// goes to a pointwise kernel (before, the mean and the variance were two kernels of their own).
+TEST(Passes, LayerNormStatisticsShareARowKernelWhenGeluFollows) {
+  Tensor x = randn({16, 64}, requires_grad());
+  nn::LayerNorm ln(nn::LayerNormOptions({64}));
+  kiln::sync();  // the parameters' initial values
+  Tensor y = gelu(ln->forward(x));
+  y.backward(randn({16, 64}));
+  fusion::Plan p = plan_of({y, x.grad(), ln->weight.grad(), ln->bias.grad()});
+  fusion::eliminate_common_subexpressions(p);
+  fusion::simplify(p);
+  const auto kernels = fusion::partition(p, nullptr);
+  int statistics = 0;  // row kernels (the innermost dim reduced) of two sums, writing per-row values only
+  for (const auto& k : kernels) {
+    bool per_row_only = true;
+    for (int o : k.outputs) per_row_only &= k.nodes[size_t(o)].per_row;
+    statistics +=
+        k.kind == fusion::Kernel::Kind::Reduction && k.reduced.back() && k.reduces.size() == 2 && per_row_only;
+  }
+  EXPECT_EQ(statistics, 1);
+  EXPECT_EQ(kernels.size(), 4u);  // statistics, GELU's value and gradient, dx's rows, the columns
+  Tensor row_sums = x.grad().sum(1).detach();
+  EXPECT_TRUE(allclose(row_sums, zeros({16}), 1e-4, 1e-4));
+}
