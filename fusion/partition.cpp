@@ -6,9 +6,12 @@
 //    over rows (trailing dims) grows into a row kernel: elementwise nodes over its input's domain
 //    that read its results broadcast along the rows join it, and so do later reductions over the
 //    same rows (softmax: max, then the sum of exp(x - max), then the output, per row in cache).
+//    A row kernel that would write several values per element keeps only its reductions and
+//    per-row values; the per-element values are grouped again, outside it (Partitioner::run).
 // 2. Materialization: a value reaches memory only if a live tensor holds it or some kernel cannot
 //    compute it itself. A consumer kernel computes an elementwise producer it reads in place when
-//    the producer has no other use, or when it is cheap enough to compute twice.
+//    the producer has no other use, or when it is cheap enough to compute twice (its operations
+//    weighed by ir::op_cost: an exp, log or erf read by two kernels is computed once).
 // 3. Emission: each kernel takes what its outputs need, reading everything else.
 #include <algorithm>
 #include <charconv>
@@ -60,7 +63,9 @@ bool reshaped_identity_view(const ir::Operand& o) {
 // The operand reads its producer's output exactly in the producer's layout (size-1 dims aside).
 bool identity_view(const ir::Operand& o) { return o.view.sizes == o.node->shape && reshaped_identity_view(o); }
 
-constexpr int kRecomputeLimit = 12;  // operations (ir::op_cost) a consumer may recompute, not read
+// Operations (ir::op_cost) a consumer may compute again rather than read. Set when the limit
+// counted nodes; a transcendental function (20) is always over it.
+constexpr int kRecomputeLimit = 12;
 // Kernels stay small enough to compile quickly: Halide's lowering takes time that grows faster than
 // a kernel's size (2000 dependent tiny ops compiled for 60 s as one kernel; an Adam step over 40
 // parameters, 15 s). A group of kGroupNodes members takes no more independent computations (the
@@ -143,7 +148,7 @@ void coalesce(Kernel& k, const std::vector<Shape>& output_strides) {
 class Partitioner {
  public:
   explicit Partitioner(const Plan& plan)
-      : plan_(plan), n_(int(plan.steps.size())), kept_out_of_(size_t(n_)), kept_out_any_(size_t(n_), false) {
+      : plan_(plan), n_(int(plan.steps.size())), kept_out_of_(size_t(n_)), keeps_values_out_(size_t(n_), false) {
     for (int i = 0; i < n_; ++i) {  // a step's node carries its index (see pending)
       node(i)->pass = stamp_;
       node(i)->pass_value = i;
@@ -173,11 +178,11 @@ class Partitioner {
         if (materialize_[j] && !per_row_[j] && protos_[kernel_of_[j]].kind == Kernel::Kind::Reduction)
           ++element_outputs[size_t(kernel_of_[j])];
       for (int j = 0; j < n_; ++j) {
-        const int p = kernel_of_[j], first = protos_[size_t(p)].members[0];
-        const int limit = kept_out_any_[size_t(first)] ? 0 : kMaxRowKernelElementOutputs;
+        const int p = kernel_of_[j], head = protos_[size_t(p)].members[0];
+        const int limit = keeps_values_out_[size_t(head)] ? 0 : kMaxRowKernelElementOutputs;
         if (materialize_[j] && !per_row_[j] && element_outputs[size_t(p)] > limit && !kept_out(j, p)) {
-          kept_out_of_[size_t(j)].push_back(first);  // pairs are only added: the rounds end
-          kept_out_any_[size_t(first)] = true;
+          kept_out_of_[size_t(j)].push_back(head);  // pairs are only added: the rounds end
+          keeps_values_out_[size_t(head)] = true;
           regroup = true;
         }
       }
@@ -314,10 +319,10 @@ class Partitioner {
   }
 
   // Operations (ir::op_cost) that computing j in another kernel takes, counted up to the limit:
-  // j's own group's producers and those of other groups that a reader computes in place too (as
-  // emit pulls them in), so that an exp or erf is not computed again in a second kernel. Producers
-  // already materialized are read, not recomputed, so they end the walk (nodes are decided in
-  // order).
+  // the elementwise producers that kernel computes too, those it reads in place (as emit pulls
+  // them in), whatever their group. Per-row values are read (the second pass of
+  // decide_materialization writes them), and producers already materialized are read, not
+  // recomputed: both end the walk (nodes are decided in order).
   int recompute_cost(int j) const {
     std::vector<int> stack{j}, seen;
     int cost = 0;
@@ -330,7 +335,7 @@ class Partitioner {
       for (const auto& in : node(s)->inputs) {
         const int p = pending(in.node.get());
         if (p < 0 || !is_pointwise(*node(p)) || is_const(*node(p)) || materialize_[p]) continue;
-        if (kernel_of_[p] == kernel_of_[j] || (!per_row_[p] && identity_view(in))) stack.push_back(p);
+        if (!per_row_[p] && identity_view(in)) stack.push_back(p);
       }
     }
     return cost;
@@ -385,12 +390,15 @@ class Partitioner {
       });
       if (!read_elsewhere) continue;
       std::vector<int> stack{j};
+      std::vector<bool> seen(size_t(n_), false);  // producers shared along two paths, walked once
       while (!stack.empty()) {
         const int s = stack.back();
         stack.pop_back();
         for (const auto& in : node(s)->inputs) {
           const int q = pending(in.node.get());
-          if (q < 0 || kernel_of_[q] != kernel_of_[j] || materialize_[q] || is_const(*node(q))) continue;
+          if (q < 0 || kernel_of_[q] != kernel_of_[j] || materialize_[q] || is_const(*node(q)) || seen[size_t(q)])
+            continue;
+          seen[size_t(q)] = true;
           if (per_row_[q])
             materialize_[q] = true;
           else
@@ -496,9 +504,9 @@ class Partitioner {
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;
   std::vector<bool> per_row_;  // a Reduction's member computed once per row (see KernelNode)
-  // Per element: the row kernels (by their first member, a reduction) it may not join.
+  // Per element: the row kernels (by their head, the reduction that starts them) it may not join.
   std::vector<std::vector<int>> kept_out_of_;
-  std::vector<bool> kept_out_any_;  // per reduction: its row kernel has kept values out
+  std::vector<bool> keeps_values_out_;  // per head: its row kernel has sent values out
   std::vector<bool> materialize_;
 };
 

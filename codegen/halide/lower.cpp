@@ -229,10 +229,11 @@ void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_ex
       .vectorize(xi);
 }
 
-// A value used in more than one place whose recomputation costs more than this is stored (per
-// row in a row kernel, per vector in a pointwise one). Storing costs a pass over the row and a
-// store per vector: LayerNorm's backward row kernel (a value of 5 operations, read by a sum and
-// the output) ran 270 us per step with it stored at 4, 208 us recomputed.
+// A value used in more than one place whose recomputation costs more than this (ir::op_cost summed
+// over its expression, a shared operand once per use) is stored (per row in a row kernel, per
+// vector in a pointwise one). Storing costs a pass over the row and a store per vector:
+// LayerNorm's backward row kernel (a value of 5 operations, read by a sum and the output) ran 270
+// us per step with it stored at 4, 208 us recomputed.
 constexpr int kStoreAbove = 8;
 // Stored values come in levels, each a Func that reads the ones before. A pointwise kernel
 // computes its last kLevelsPerVector levels per vector, in registers (the benchmarks' deepest
