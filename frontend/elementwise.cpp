@@ -111,7 +111,9 @@ Tensor logical_not(const Tensor& x) { return unary(Op::Not, x.to(kBool)); }
 
 // sigmoid through tanh: stable at both ends, in value and in gradient.
 Tensor sigmoid(const Tensor& x) { return named(tanh(float_input(x) * 0.5) * 0.5 + 0.5, "SigmoidBackward0", {x}); }
-Tensor relu(const Tensor& x) { return named(where(x > 0, x, 0), "ReluBackward0", {x}); }
+// As ATen's clamp_min(x, 0) and threshold_backward: NaN stays NaN and its gradient passes; 0 and
+// below give +0 and no gradient.
+Tensor relu(const Tensor& x) { return named(where(x <= 0, 0, x), "ReluBackward0", {x}); }
 Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {

@@ -535,6 +535,18 @@ TEST(Autograd, GradientsAtTies) {
   Tensor z = kiln::tensor({0.0, -1.0, 2.0}, kiln::requires_grad());
   (z.relu() + z.abs()).sum().backward();
   EXPECT_EQ(vals(z.grad()), (std::vector<double>{0, -1, 2}));
+  // relu as libtorch 1.13's (clamp_min and threshold_backward): NaN stays NaN and passes its
+  // gradient; negatives give +0.
+  Tensor n = kiln::tensor({std::nan(""), -1.0, 0.0, 2.0}, kiln::requires_grad());
+  Tensor r = n.relu();
+  r.sum().backward();
+  const std::vector<double> rv = vals(r);
+  EXPECT_TRUE(std::isnan(rv[0]));
+  EXPECT_EQ(rv[1], 0.0);
+  EXPECT_FALSE(std::signbit(rv[1]));
+  EXPECT_EQ(rv[2], 0.0);
+  EXPECT_EQ(rv[3], 2.0);
+  EXPECT_EQ(vals(n.grad()), (std::vector<double>{1, 0, 0, 1}));
   // maximum and minimum at ties share the gradient equally.
   Tensor a = kiln::tensor({1.0, 2.0}, kiln::requires_grad()), b = kiln::tensor({1.0, 3.0}, kiln::requires_grad());
   kiln::maximum(a, b).sum().backward();

@@ -549,6 +549,23 @@ TEST(Fusion, AValueComparedWithItselfKeepsNaNApart) {
   }
 }
 
+// NaN compares false with everything but != (x <= 0 compiled as !(0 < x) was true for NaN, so a
+// fused relu, where(x <= 0, 0, x), turned NaN into 0 where libtorch and the interpreter keep it).
+TEST(Fusion, ComparisonsWithNaNMatchTheInterpreter) {
+  HalideBackend halide;
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    const auto [fused, reference] = fused_and_reference([&] {
+      const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+      auto x = torch::tensor(std::vector<double>{nan, -inf, -1, -0.0, 0, 2, inf, nan, 3}).to(dtype) * 1.0;
+      auto y = torch::tensor(std::vector<double>{0, 0, nan, 0, -0.0, 2, inf, nan, 1}).to(dtype) * 1.0;
+      return values_of({x <= y, x >= y, x<y, x> y, x == y, x != y, x <= 0, x >= 0, torch::relu(x)});
+    });
+    expect_near_all(fused, reference, 0);
+    EXPECT_TRUE(std::isnan(fused[fused.size() - 9]));  // relu(NaN), the first of relu's nine
+    EXPECT_EQ(fused.back(), 3.0f);                     // relu(3), the last
+  }
+}
+
 // NaN wins in maxima and minima of mixed precision: a reviewer's program (this data, in a process
 // of its own) got -inf for a float64 amax over a size-1 dim fused with float32 reductions while
 // NaN was tested with Halide's is_nan; with float64 NaN tested on the bits (codegen/halide/

@@ -250,13 +250,18 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
       default: return const_false();
     }
   }
+  // Halide's simplifier also rewrites a <= b as !(b < a), true where either is NaN: for floats,
+  // NaN is tested on the bits, so that NaN compares false as in the interpreter (relu(NaN) was 0).
+  auto ordered = [&](Expr compare) {
+    return is_float(a[0]) ? compare && !(nan_bits(a[0]) || nan_bits(a[1])) : compare;
+  };
   switch (n.op) {
     case Op::Eq: return a[0] == a[1];
     case Op::Ne: return a[0] != a[1];
     case Op::Lt: return a[0] < a[1];
-    case Op::Le: return a[0] <= a[1];
+    case Op::Le: return ordered(a[0] <= a[1]);
     case Op::Gt: return a[0] > a[1];
-    case Op::Ge: return a[0] >= a[1];
+    case Op::Ge: return ordered(a[0] >= a[1]);
     case Op::Where: return select(a[0], a[1], a[2]);
     default: break;
   }
