@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 namespace kiln::fuzz {
 namespace {
@@ -88,7 +89,8 @@ Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
 
 std::string Program::to_string() const {
   std::ostringstream os;
-  os << "program (" << dtype_name(dtype) << ", data seed " << data_seed << "):\n";
+  os << "program (" << dtype_name(dtype) << ", data seed " << data_seed
+     << (special_values ? ", inputs' elements 0 and 2 NaN and -inf" : "") << "):\n";
   for (size_t i = 0; i < instrs.size(); ++i) {
     const Instr& in = instrs[i];
     os << "  v" << i << " = " << in.op << "(";
@@ -221,7 +223,14 @@ Result run(const Program& p) {
   std::vector<Tensor> v, inputs;
   for (const auto& in : p.instrs) {
     if (in.op == "input") {
-      Tensor t = (rand(in.shape, p.dtype) * 3 - 1.5).detach().requires_grad_();
+      Tensor t = (rand(in.shape, p.dtype) * 3 - 1.5).detach();
+      if (p.special_values && t.numel() > 2) {
+        std::vector<double> values = t.to_vector<double>();
+        values[0] = std::numeric_limits<double>::quiet_NaN();
+        values[2] = -std::numeric_limits<double>::infinity();
+        t = tensor(values).to(p.dtype).reshape(in.shape);
+      }
+      t.requires_grad_();
       inputs.push_back(t);
       v.push_back(t);
     } else {

@@ -28,6 +28,7 @@ struct Program {
   std::vector<Instr> instrs;  // value i is the result of instrs[i]
   std::vector<int> outputs;
   uint64_t data_seed = 0;
+  bool special_values = false;  // each input's elements 0 and 2 are NaN and -inf (if it has them)
   std::string to_string() const;
 };
 

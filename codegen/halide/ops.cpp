@@ -52,10 +52,10 @@ bool is_float(const Expr& e) { return e.type().is_float(); }
 
 namespace {
 
-// A libm call, for what Halide lacks at float64 (erf) or computes less accurately (log1p).
-Expr libm(const char* name32, const char* name64, Expr x) {
-  const bool f64 = x.type() == Float(64);
-  return Internal::Call::make(x.type(), f64 ? name64 : name32, {x}, Internal::Call::PureExtern);
+// A libm call, for what Halide lacks at float64 (erf) or computes less accurately (log1p, pow).
+Expr libm(const char* name32, const char* name64, std::vector<Expr> args) {
+  const Type t = args[0].type();
+  return Internal::Call::make(t, t == Float(64) ? name64 : name32, args, Internal::Call::PureExtern);
 }
 
 // a * b + c rounded once. strict_float (which kiln needs for NaN and infinity) stops LLVM from
@@ -207,7 +207,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Neg: return negate(a[0]);
     case Op::Exp: return t == Float(32) ? vector_exp(a[0]) : exp(a[0]);
     case Op::Log: return t == Float(32) ? vector_log(a[0]) : log(a[0]);
-    case Op::Log1p: return libm("log1pf", "log1p", a[0]);
+    case Op::Log1p: return libm("log1pf", "log1p", {a[0]});
     case Op::Sin: return sin(a[0]);
     case Op::Cos: return cos(a[0]);
     case Op::Sqrt: return sqrt(a[0]);
@@ -215,7 +215,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Abs: return cast(t, abs(a[0]));
     case Op::Sign: return select(a[0] > 0, make_one(t), select(a[0] < 0, cast(t, -1), a[0]));
     case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
-    case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", a[0]);
+    case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", {a[0]});
     case Op::Not: return !a[0];
     case Op::Add: return t.is_bool() ? a[0] || a[1] : add_contracted(a[0], a[1], false);
     case Op::Sub: return add_contracted(a[0], a[1], true);
@@ -224,7 +224,10 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
       if (t.is_float()) return a[0] / a[1];
       return cast(t, trunc(cast(Float(64), a[0]) / cast(Float(64), a[1])));  // C semantics, as the interpreter
     case Op::Pow:
-      if (t.is_float()) return pow(a[0], a[1]);
+      // libm's, lane by lane: Halide's float pow gave 0 for NaN^y, 2^1e30 and 2^inf, 1.8e19 for
+      // inf^0.5 and NaN for (-inf)^0.5, where C's pow (the interpreter's) and libtorch give NaN,
+      // inf, inf and inf. A pow of two tensors is rare in training; its special values are not.
+      if (t.is_float()) return libm("powf", "pow", {a[0], a[1]});
       return cast(t, pow(cast(Float(64), a[0]), cast(Float(64), a[1])));
     case Op::Max:
       if (t.is_bool()) return a[0] || a[1];
