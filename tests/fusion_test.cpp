@@ -123,6 +123,38 @@ TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
   EXPECT_LE(s.kernel_launches, 4);
 }
 
+// Independent updates over one flat domain (an optimizer step's parameters of one shape) share a
+// kernel, each in its own loop within chunks of the domain (codegen/halide/lower.cpp). At sizes
+// below, at and past a chunk and a vector, every element matches the interpreter's and none past
+// the end is written.
+TEST(Fusion, IndependentUpdatesInOneKernelMatchTheInterpreterAtEverySize) {
+  HalideBackend halide;
+  for (int64_t n : {1, 7, 8, 9, 512, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 9, 70001}) {
+    int64_t launches = 0;
+    const auto [fused, reference] = fused_and_reference([&] {
+      torch::manual_seed(1);
+      std::vector<torch::Tensor> params, moments, grads;
+      for (int i = 0; i < 3; ++i) {
+        params.push_back(torch::randn({n}));
+        moments.push_back(torch::randn({n}).abs());
+        grads.push_back(torch::randn({n}));
+      }
+      kiln::sync();
+      const auto stats = count([&] {
+        for (int i = 0; i < 3; ++i) {
+          moments[i] = moments[i] * 0.99 + grads[i] * grads[i] * 0.01;
+          params[i] = params[i] - grads[i] / (torch::sqrt(moments[i]) + 1e-8) * 1e-3;
+        }
+      });
+      if (kiln::config().backend == "halide") launches = stats.kernel_launches;
+      params.insert(params.end(), moments.begin(), moments.end());
+      return values_of(params);
+    });
+    expect_near_all(fused, reference, 1e-5, std::to_string(n) + " elements");
+    EXPECT_EQ(launches, 1) << n << " elements";
+  }
+}
+
 // A long chain of elementwise ops is cut into kernels of bounded size (fusion/partition.cpp,
 // kGroupNodes): as one kernel, 2000 ops took Halide a minute to compile. Kernels of the same
 // structure compile once, and the result is the interpreter's.

@@ -195,7 +195,9 @@ class HalideBackend final : public Backend {
     const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     const int rc = fn(argv.data());
     if (trace)
-      log().trace("launch {:.1f} us {}", std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(), k.key());
+      log().trace("launch {:.1f} us {} over {}",
+                  std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(), k.key(),
+                  detail::concat(k.domain));
     KILN_CHECK(rc == 0, "halide: kernel failed with code ", rc, " (", k.key(), ")");
     stats_add(&Stats::kernel_launches, 1);
   }

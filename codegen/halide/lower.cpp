@@ -377,11 +377,16 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   if (funcs.size() > 1 && vars.size() == 1) {
     // Groups over one flat domain share one parallel loop over chunks (one dispatch to the thread
     // pool, not one per group); within a chunk each group's loop runs in turn. compute_with does
-    // not mix with specializations, so tails are guarded rather than shifted inwards.
+    // not mix with specializations, so tails are guarded rather than shifted inwards. The domain
+    // is cut into equal chunks of at most 16K elements, whole vectors each: a guarded loop runs
+    // every vector of its chunk, and in fixed 16K-element chunks an Adam step's six 512-element
+    // parameters took 160 us, mostly masked loads of nothing, against 7 us.
     Var outer("xo"), inner("xi");
+    const Expr elements = product(L.extents), chunks = max(1, (elements + (1 << 14) - 1) / (1 << 14));
+    const Expr chunk = max(vec, ((elements + chunks - 1) / chunks + (vec - 1)) / vec * vec);
     for (size_t g = 0; g < funcs.size(); ++g) {
       funcs[g]
-          .split(vars[0], outer, inner, 1 << 14, TailStrategy::GuardWithIf)
+          .split(vars[0], outer, inner, chunk, TailStrategy::GuardWithIf)
           .parallel(outer)
           .vectorize(inner, vec, TailStrategy::GuardWithIf);
       if (g > 0) funcs[g].compute_with(funcs[g - 1], outer);
