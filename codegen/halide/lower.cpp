@@ -384,7 +384,7 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
     // stores: an Adam step's six 512-element parameters, in one 16K-element chunk, took 160 us
     // against 7.) The chunk is a constant: one computed from the extents doubled the time Halide
     // took to compile an Adam step's kernel.
-    Var outer("xo"), inner("xi"), vectors("xv"), lane("lane");
+    Var outer("xo"), inner("xi"), vectors("xvecs"), lane("lane");  // not vector_loop(): no stored values here
     for (size_t g = 0; g < funcs.size(); ++g) {
       funcs[g]
           .split(vars[0], vectors, lane, vec, TailStrategy::GuardWithIf)
