@@ -55,8 +55,8 @@ void accumulate(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double*
               1.0, a, int(lda), b, int(ldb), 1.0, c, int(ldc));
 }
 // C = op(A) op(B): C zeroed by memset, then accumulated into. Given beta = 0, OpenBLAS zeroes C
-// itself a float at a time (sgemm_beta_ZEN: 6.5% of MlpStep's samples; 5-7% of a large product
-// alone, half of one with K = 10, where a memset of the same C takes a tenth of that).
+// itself, slowly (sgemm_beta_ZEN: 6.5% of MlpStep's samples; 5-7% of a large product alone, half
+// of one with K = 10, where a memset of the same C takes a fifth to a tenth of that time).
 template <typename T>
 void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
           int64_t ldc) {
