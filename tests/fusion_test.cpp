@@ -741,6 +741,20 @@ TEST(Fusion, ExpTanhAndErfStayWithinAFewUlpsOfTheExactValue) {
   EXPECT_EQ(exp_special[3], inf);
   EXPECT_EQ(exp_special[4], 0.0f);
   EXPECT_EQ(exp_special[5], std::exp(-100.0f));  // subnormal, rounded once
+  // Across the subnormal results each is within one subnormal step (2^-149) of the exact value;
+  // at the top of the range the scale 2^127 keeps the largest results finite, then inf.
+  const std::vector<float> edges{-87.3f,  -87.4f,  -90.0f, -95.5f, -101.0f, -102.9f,
+                                 -103.5f, -104.5f, 88.5f,  88.72f, 88.73f};
+  const auto exp_edges = (from(edges) * 1.0).exp().to_vector<float>();
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const double want = std::exp(double(edges[i]));
+    if (want < std::numeric_limits<float>::min())
+      EXPECT_LE(std::fabs(double(exp_edges[i]) - want), std::ldexp(1.0, -149)) << "exp(" << edges[i] << ")";
+    else if (want > std::numeric_limits<float>::max())
+      EXPECT_EQ(exp_edges[i], inf) << "exp(" << edges[i] << ")";
+    else
+      EXPECT_NEAR(exp_edges[i], want, 1.5e-7 * want) << "exp(" << edges[i] << ")";
+  }
   const auto special = (from({nan, inf, -inf, 0.0f, 1e-37f, -5e-39f, 3e-4f}) * 1.0).tanh().to_vector<float>();
   EXPECT_TRUE(std::isnan(special[0]));
   EXPECT_EQ(special[1], 1.0f);
