@@ -716,7 +716,7 @@ TEST(Fusion, ExpTanhAndErfStayWithinAFewUlpsOfTheExactValue) {
   const auto exp_got = (from(ex) * 1.0).exp().to_vector<float>();
   const auto tanh_got = (from(th) * 1.0).tanh().to_vector<float>();
   const auto erf_got = (from(er) * 1.0).erf().to_vector<float>();
-  // Measured: exp 0.93 ulps (0.96 by Horner's rule), tanh 4.4 (5.3 over all floats in [-10, 10]; 5.4
+  // Measured: exp 0.89 ulps over all floats whose exp is normal (ops.cpp), tanh 4.4 (5.3 over all floats in [-10, 10]; 5.4
   // before Eigen's rational form; 4.3 with Eigen's test for small x, 5.5 over all floats), erf
   // 4.8 on these points (6.8 over all floats; 5.4 and 7.5 by Horner's rule, as Halide's erf, which
   // gave NaN at +-inf and +0 at -0). erf stays within [-1, 1]: unclamped, it exceeded 1 just below 4.
@@ -741,15 +741,16 @@ TEST(Fusion, ExpTanhAndErfStayWithinAFewUlpsOfTheExactValue) {
   EXPECT_EQ(exp_special[3], inf);
   EXPECT_EQ(exp_special[4], 0.0f);
   EXPECT_EQ(exp_special[5], std::exp(-100.0f));  // subnormal, rounded once
-  // Across the subnormal results each is within one subnormal step (2^-149) of the exact value;
-  // at the top of the range the scale 2^127 keeps the largest results finite, then inf.
-  const std::vector<float> edges{-87.3f,  -87.4f,  -90.0f, -95.5f, -101.0f, -102.9f,
-                                 -103.5f, -104.5f, 88.5f,  88.72f, 88.73f};
+  // Across the subnormal results each is within 1.5 subnormal steps (2^-149) of the exact value
+  // (the smallest, 2^-149, comes out 0 below -102.93: 1.32 steps off at -103); at the top of the
+  // range the scale 2^127 keeps the largest results finite, then inf.
+  const std::vector<float> edges{-87.3f,  -87.4f,  -90.0f,  -95.5f, -101.0f, -102.9f,
+                                 -103.0f, -103.5f, -104.5f, 88.5f,  88.72f,  88.73f};
   const auto exp_edges = (from(edges) * 1.0).exp().to_vector<float>();
   for (size_t i = 0; i < edges.size(); ++i) {
     const double want = std::exp(double(edges[i]));
     if (want < std::numeric_limits<float>::min())
-      EXPECT_LE(std::fabs(double(exp_edges[i]) - want), std::ldexp(1.0, -149)) << "exp(" << edges[i] << ")";
+      EXPECT_LE(std::fabs(double(exp_edges[i]) - want), 1.5 * std::ldexp(1.0, -149)) << "exp(" << edges[i] << ")";
     else if (want > std::numeric_limits<float>::max())
       EXPECT_EQ(exp_edges[i], inf) << "exp(" << edges[i] << ")";
     else
