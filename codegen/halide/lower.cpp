@@ -146,8 +146,8 @@ void define(Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& value
 // dependent multiplies (a polynomial, a division), and several vectors a step let the chains
 // overlap. On AVX2 (Zen 3, 2 threads): two 8-lane vectors took LayerNorm + GELU's backward kernel
 // from 460-520 us to 390-430 and the softmax cross-entropy row kernel from 1330 to 1150; four
-// took the GELU chain from 1.10-1.15 ms to 0.98-1.00 and softmax cross-entropy from 0.79-0.84 to
-// 0.76-0.78 (LayerNorm + GELU unchanged; the first MLP step compiles ~0.1 s longer). Plain
+// took the GELU chain from 1.10-1.15 ms to 0.98-1.00 and softmax cross-entropy from 0.79-0.91 to
+// 0.76-0.78 (LayerNorm + GELU unchanged; the first MLP step compiles 0.1-0.2 s longer). Plain
 // arithmetic stays at the native width: at 16 lanes the CNN's copy and batch-norm kernels ran up
 // to 2x slower (not looked into; their rows of 28 and 14 elements would end in longer tails).
 int element_lanes(const fusion::Kernel& k) {
