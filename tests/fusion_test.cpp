@@ -716,10 +716,11 @@ TEST(Fusion, ExpTanhAndErfStayWithinAFewUlpsOfTheExactValue) {
   const auto exp_got = (from(ex) * 1.0).exp().to_vector<float>();
   const auto tanh_got = (from(th) * 1.0).tanh().to_vector<float>();
   const auto erf_got = (from(er) * 1.0).erf().to_vector<float>();
-  // Measured: exp 0.89 ulps over all floats whose exp is normal (ops.cpp), tanh 4.4 (5.3 over all floats in [-10, 10]; 5.4
-  // before Eigen's rational form; 4.3 with Eigen's test for small x, 5.5 over all floats), erf
-  // 4.8 on these points (6.8 over all floats; 5.4 and 7.5 by Horner's rule, as Halide's erf, which
-  // gave NaN at +-inf and +0 at -0). erf stays within [-1, 1]: unclamped, it exceeded 1 just below 4.
+  // Measured: exp 0.89 ulps over all floats whose exp is normal (ops.cpp), tanh 4.4 (5.3 over
+  // all floats in [-10, 10]; 5.4 before Eigen's rational form; 4.3 with Eigen's test for small x,
+  // 5.5 over all floats), erf 4.8 on these points (6.8 over all floats; 5.4 and 7.5 by Horner's
+  // rule, as Halide's erf, which gave NaN at +-inf and +0 at -0). erf stays within [-1, 1]:
+  // unclamped, it exceeded 1 just below 4.
   EXPECT_LE(worst_ulps(ex, exp_got, [](double v) { return std::exp(v); }), 1.5);
   EXPECT_LE(worst_ulps(th, tanh_got, [](double v) { return std::tanh(v); }), 5.0);
   EXPECT_LE(worst_ulps(er, erf_got, [](double v) { return std::erf(v); }), 8.0);

@@ -143,14 +143,15 @@ Expr clamp_keeping_nan(Expr x, float lo, float hi) {
 }
 Expr vector_exp(Expr x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln 2), |r| <= ln 2 / 2. The polynomial computes 2 exp(r)
-  // and the scale is 2^(n - 1), so that one product covers every result: with x clamped to the
-  // range from the largest x whose exp rounds to 0 to past the largest whose exp is finite,
-  // n - 1 runs from -151 to 127, and 2^(n - 1) is a normal float or, below -126, a subnormal one
-  // (0 below -149). The results that are subnormal are rounded once, but for the smallest,
-  // 2^-149, which comes out 0 (x in (-103.97, -102.93), up to 1.41 steps of 2^-149 off); those
-  // past the float range overflow to inf, with no case of their own. NaN passes the clamp and stays NaN. The scale was two factors
-  // 2^(n/2), each built by integer ops on the vector pipes: one product instead took softmax
-  // cross-entropy from 0.91-0.96 ms to 0.79-0.91, median 0.81 (AVX2, 2 threads).
+  // and the scale is 2^(n - 1), so that one product covers every result: with x clamped to
+  // [-104, 89] (below the largest x whose exp rounds to 0, -103.97, to past the largest whose exp
+  // is finite), n - 1 runs from -151 to 127, and 2^(n - 1) is a normal float or, below -126, a
+  // subnormal one (0 below -149). The results that are subnormal are rounded once, but for the
+  // smallest, 2^-149, which comes out 0 (x in (-103.97, -102.93), up to 1.41 steps of 2^-149
+  // off); those past the float range overflow to inf, with no case of their own. NaN passes the
+  // clamp and stays NaN. The scale was two factors 2^(n/2), each built by integer ops on the
+  // vector pipes: one product instead took softmax cross-entropy from 0.91-0.96 ms to 0.79-0.91,
+  // median 0.81 (AVX2, 2 threads).
   Expr c = clamp_keeping_nan(x, -104.0f, 89.0f);
   // n by adding 1.5 * 2^23: the sum's units are integers, rounded to nearest, and its low
   // mantissa bits hold n (here n - 1 + 127, the scale's biased exponent).
