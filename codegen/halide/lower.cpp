@@ -210,7 +210,11 @@ void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elem
 }
 
 // Tiles of vec x vec outputs, one vector of x0 per row of the tile; tasks of whole rows of tiles.
-void schedule_transposing(Func f, const std::vector<Var>& vars, int vec, Expr elements, Expr row) {
+// The tile's side is the native vector, also where the kernel's other loops take wider steps
+// (element_lanes): its rows are unrolled, and a transposed exp + tanh of 1024x1024 took Halide
+// 80 s to compile in 32x32 tiles (2.3 ms a run), 8.7 s in 16x16 (1.5-2.0 ms).
+void schedule_transposing(Func f, const std::vector<Var>& vars, Expr elements, Expr row) {
+  const int vec = kernel_target().natural_vector_size(Float(32));
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   for (Stage s : {Stage(f.specialize(elements < kSerialBelow)), Stage(f)})
     s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
@@ -407,7 +411,7 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
       if (const int64_t e = k.tiny_inner())
         schedule_tiny_inner(f, vars, int(e), L.extents[k.domain.size() - 2], product(L.extents) / L.extents[0]);
       else if (transposing)
-        schedule_transposing(f, vars, vec, product(L.extents), L.extents[1]);
+        schedule_transposing(f, vars, product(L.extents), L.extents[1]);
       else
         schedule_pointwise(f, vars, vec, product(L.extents), L.extents[k.domain.size() - 1], L.extents[0]);
     }
