@@ -17,6 +17,8 @@ namespace kiln::codegen::halide {
 // Checked when the module is loaded: both sides must agree on the layout of what crosses (a
 // kernel, its nodes and their operands). A module of another kiln build usually differs here;
 // KILN_HALIDE_COMPILER (README) names the module when the build tree's is not the one to use.
+// Sizes only: a change that keeps them (fields reordered) passes, and such a mismatched module
+// compiles wrong kernels into the disk cache (seen while developing): bump the last number then.
 constexpr uint64_t kCompilerAbi = uint64_t(sizeof(fusion::Kernel)) << 48 | uint64_t(sizeof(ir::Node)) << 32 |
                                   uint64_t(sizeof(ir::Operand)) << 16 | uint64_t(sizeof(ir::View)) << 4 | 2;
 
