@@ -141,6 +141,9 @@ void define(Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& value
     f(lhs) = Tuple(values);
 }
 
+// Float32 lanes of the target's vector.
+int native_lanes() { return kernel_target().natural_vector_size(Float(32)); }
+
 // Float32 lanes a kernel's element loops step by: the target's vector, or four of them (at most
 // 32 lanes) where the kernel computes a float32 exp, log, tanh or erf. Those are long chains of
 // dependent multiplies (a polynomial, a division), and several vectors a step let the chains
@@ -151,7 +154,7 @@ void define(Func& f, const std::vector<Var>& lhs, const std::vector<Expr>& value
 // arithmetic stays at the native width: at 16 lanes the CNN's copy and batch-norm kernels ran up
 // to 2x slower (not looked into; their rows of 28 and 14 elements would end in longer tails).
 int element_lanes(const fusion::Kernel& k) {
-  const int native = kernel_target().natural_vector_size(Float(32));
+  const int native = native_lanes();
   for (const auto& kn : k.nodes) {
     const Op op = kn.node->op;
     const bool polynomial = op == Op::Exp || op == Op::Log || op == Op::Tanh || op == Op::Erf;
@@ -215,7 +218,7 @@ void schedule_pointwise(Func f, const std::vector<Var>& vars, int vec, Expr elem
 // 80 s to compile in 32x32 tiles (2.3 ms a run), 8.7 s in 16x16 (1.5-2.0 ms), 1.4 s in 8x8 on
 // AVX2 (1.4-1.5 ms).
 void schedule_transposing(Func f, const std::vector<Var>& vars, Expr elements, Expr row) {
-  const int vec = kernel_target().natural_vector_size(Float(32));
+  const int vec = native_lanes();
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   for (Stage s : {Stage(f.specialize(elements < kSerialBelow)), Stage(f)})
     s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
@@ -479,7 +482,7 @@ struct Accumulator {
       : acc("acc" + std::to_string(phase)), partial("partial" + std::to_string(phase)), reduces(std::move(reducing)) {
     const fusion::Kernel& k = L.k;
     const size_t rank = k.domain.size(), n = reduces.size();
-    const int vec = kernel_target().natural_vector_size(Float(32));
+    const int vec = native_lanes();
     std::vector<size_t> kept_dims, reduced_dims;
     for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
     bool numeric = true;
@@ -640,7 +643,7 @@ std::vector<Expr> row_coords(const fusion::Kernel& k, const std::vector<Var>& ke
 
 Pipeline build_reduction(Lowering& L, std::vector<Argument>& args) {
   const fusion::Kernel& k = L.k;
-  const int vec = kernel_target().natural_vector_size(Float(32));
+  const int vec = native_lanes();
   size_t kept_count = 0;
   for (bool r : k.reduced) kept_count += !r;
   auto vars = make_vars(kept_count);
