@@ -9,12 +9,58 @@ uint64_t begin_pass() {
   return ++last;
 }
 
-Plan make_plan(std::vector<ir::NodePtr> roots) {
-  Plan plan;
-  plan.roots = std::move(roots);
-  // Each pass over the nodes is a cache miss per node on a long segment: one walk does it all.
-  const uint64_t root = begin_pass();
-  for (const auto& r : plan.roots) r->pass = root;
+namespace {
+
+bool is_leaf(const ir::Node& n) { return n.inputs.empty(); }
+
+// A node with inputs that the roots need, and the pointer that reached it (Step::owner).
+struct Reached {
+  ir::Node* node;
+  const ir::NodePtr* owner;
+  bool is_root;
+};
+
+// Liveness by one walk back over the recorded list: a node is live when a root or a live node
+// reads it. The entries are independent loads, where a search from the roots waits on each
+// node's operand list to find the next node (a cache miss each on a long segment: most of a
+// 2000-op flush's ordering). Returns false when a live node is not in the list.
+bool reach_by_recorded(const std::vector<ir::NodePtr>& roots, const ir::RecordedNodes& recorded,
+                       std::vector<Reached>& out) {
+  const size_t n = recorded.size();
+  static std::vector<const ir::NodePtr*> owner;  // by place in the list; null: not live (flushes run one at a time)
+  owner.assign(n, nullptr);
+  // A live node's place, or -1. A live node cannot share its address with a dead one; another
+  // thread's node at the address of one of ours that died would need its index and its seq too
+  // (threads share a seq only when they record at the same moment).
+  auto place = [&](const ir::Node* p) -> int64_t {
+    const size_t i = p->trace_index;
+    return i < n && recorded[i].node == p && recorded[i].seq == p->seq ? int64_t(i) : -1;
+  };
+  for (const auto& r : roots) {
+    if (r->computed() || is_leaf(*r)) continue;
+    const int64_t i = place(r.get());
+    if (i < 0) return false;
+    if (!owner[i]) owner[i] = &r;
+  }
+  for (size_t i = n; i-- > 0;) {
+    if (!owner[i]) continue;
+    for (const auto& in : recorded[i].node->inputs) {
+      const ir::Node* p = in.node.get();
+      if (p->computed() || is_leaf(*p)) continue;
+      const int64_t j = place(p);
+      if (j < 0) return false;
+      if (!owner[j]) owner[j] = &in.node;
+    }
+  }
+  // A root's owner is its place in `roots` (set first): no load of the node to tell.
+  const ir::NodePtr *roots_begin = roots.data(), *roots_end = roots_begin + roots.size();
+  for (size_t i = 0; i < n; ++i)
+    if (owner[i]) out.push_back({recorded[i].node, owner[i], owner[i] >= roots_begin && owner[i] < roots_end});
+  return true;
+}
+
+// Liveness by a depth-first search from the roots, then in the order of recording.
+void reach_by_search(const std::vector<ir::NodePtr>& roots, uint64_t root, std::vector<Reached>& out) {
   const uint64_t visited = begin_pass();
   // Iterative post-order DFS: a node is appended after all its pending inputs. The stack points
   // at the roots' and readers' own pointers (nothing changes them here): no reference counting.
@@ -25,45 +71,73 @@ Plan make_plan(std::vector<ir::NodePtr> roots) {
   };
   static std::vector<Visit> stack;  // flushes run one at a time
   stack.clear();
-  // In the order the program traced them (a topological order too): the partitioner groups
-  // steps in this order, and a value traced early (a loss's count of targets) is then ready
-  // before the passes traced after it, which can compute its readers. The DFS's order follows
-  // the roots and operands instead. Leaves (constants) stay before their first reader where the
-  // DFS already has the other steps in order (a chain of ops: no sort per flush); else they come
-  // first, in the DFS's order. Their own numbers do not count: a constant may be a node that an
-  // earlier step of the program made and reused, and the order, hashed with the plan's
-  // structure, must not depend on that.
+  auto wanted = [&](const ir::NodePtr& n) { return !n->computed() && !is_leaf(*n) && n->pass != visited; };
   uint64_t last_seq = 0;
-  bool in_order = true;
-  auto visit = [&](const ir::NodePtr& n) {
-    stack.push_back({&n, 0, n->pass == root});
-    n->pass = visited;
-  };
-  for (const auto& r : plan.roots) {
-    if (r->computed() || r->pass == visited) continue;
-    visit(r);
+  bool in_order = true;  // a chain of ops comes out in order: no sort
+  for (const auto& r : roots) {
+    if (!wanted(r)) continue;
+    stack.push_back({&r, 0, r->pass == root});
+    r->pass = visited;
     while (!stack.empty()) {
       Visit& top = stack.back();
       const ir::Node& node = **top.node;
       if (top.next < node.inputs.size()) {
         const ir::NodePtr& in = node.inputs[top.next++].node;
-        if (!in->computed() && in->pass != visited) visit(in);  // may move `top`
+        if (wanted(in)) {
+          stack.push_back({&in, 0, in->pass == root});  // may move `top`
+          in->pass = visited;
+        }
         continue;
       }
-      if (!node.inputs.empty()) {
-        in_order &= node.seq > last_seq;
-        last_seq = node.seq;
-      }
-      plan.steps.push_back(Step{top.node->get(), top.node, top.is_root, {}});
+      in_order &= node.seq > last_seq;
+      last_seq = node.seq;
+      out.push_back({top.node->get(), top.node, top.is_root});
       stack.pop_back();
     }
   }
-  if (!in_order) {
-    auto leaf = [](const Step& s) { return s.node->inputs.empty(); };
-    std::stable_sort(plan.steps.begin(), plan.steps.end(), [&](const Step& a, const Step& b) {
-      return (leaf(a) ? 0 : a.node->seq) < (leaf(b) ? 0 : b.node->seq);
-    });
+  if (!in_order)
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Reached& a, const Reached& b) { return a.node->seq < b.node->seq; });
+}
+
+}  // namespace
+
+Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
+  Plan plan;
+  plan.roots = std::move(roots);
+  const uint64_t root = begin_pass();  // leaves keep this stamp until placed: the searches skip them
+  for (const auto& r : plan.roots) r->pass = root;
+  // The nodes with inputs, in the order the program traced them (a topological order too): the
+  // partitioner groups steps in this order, and a value traced early (a loss's count of targets)
+  // is then ready before the passes traced after it, which can compute its readers.
+  static std::vector<Reached> reached;  // flushes run one at a time
+  reached.clear();
+  if (!recorded || !reach_by_recorded(plan.roots, *recorded, reached)) {
+    reached.clear();
+    reach_by_search(plan.roots, root, reached);
   }
+  // Leaves go just before their first reader, whatever their own seq: a constant may be a node
+  // that an earlier step of the program made and reused, and the order, hashed with the plan's
+  // structure, must not depend on that.
+  const uint64_t placed = begin_pass();
+  plan.steps.reserve(reached.size());
+  for (const Reached& r : reached) {
+    for (const auto& in : r.node->inputs) {
+      ir::Node* p = in.node.get();
+      if (p->computed() || !is_leaf(*p) || p->pass == placed) continue;
+      plan.steps.push_back(Step{p, &in.node, p->pass == root, {}});
+      p->pass = placed;
+    }
+    plan.steps.push_back(Step{r.node, r.owner, r.is_root, {}});
+  }
+  // Leaves that only roots hold (no step reads them) come first, in the roots' order.
+  std::vector<Step> unread;
+  for (const auto& r : plan.roots) {
+    if (r->computed() || !is_leaf(*r) || r->pass == placed) continue;
+    unread.push_back(Step{r.get(), &r, true, {}});
+    r->pass = placed;
+  }
+  plan.steps.insert(plan.steps.begin(), unread.begin(), unread.end());
   return plan;
 }
 

@@ -32,8 +32,12 @@ struct Plan {
 // A number no earlier pass used, for stamping ir::Node::pass.
 uint64_t begin_pass();
 
-// Orders the pending nodes that `roots` depend on.
-Plan make_plan(std::vector<ir::NodePtr> roots);
+// Orders the pending nodes that `roots` depend on: the nodes with inputs in the order they were
+// recorded (by seq), each leaf (a constant) just before its first reader, and leaves no step
+// reads first. With `recorded`, the thread's list that holds them, liveness is found by one walk
+// back over that list; else, or when a live node is not in it (another thread's, or one left
+// pending by an earlier flush), by a depth-first search from the roots. Both give the same plan.
+Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr);
 
 // Fills each step's release_after: roots keep their results; any other node's result may be
 // released after its last reader in the plan has run. (The Halide backend's partition says its

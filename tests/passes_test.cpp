@@ -156,3 +156,50 @@ TEST(Passes, LayerNormStatisticsShareARowKernelWhenGeluFollows) {
   Tensor row_sums = x.grad().sum(1).detach();
   EXPECT_TRUE(allclose(row_sums, zeros({16}), 1e-4, 1e-4));
 }
+
+// A flush orders its plan by one walk back over the nodes its thread recorded; a search from the
+// roots (for nodes recorded elsewhere) must give the same plan, or a step's partition would
+// depend on which thread traced it: the nodes with inputs in traced order, each constant just
+// before its first reader, constants only roots hold first. Nodes that died before the flush stay
+// in the recorded list and must be passed over.
+TEST(Passes, PlansFromTheRecordedNodesAndFromASearchAgree) {
+  kiln::sync();
+  Tensor x = rand({4});
+  kiln::sync();  // x is computed: a leaf the plan reads, not a step
+  Tensor a = x * 2 + 1;
+  Tensor dead = (a.exp() * 3).sum();  // dies below, recorded before the nodes that follow
+  Tensor b = (3.0 - a).tanh();        // a constant read first
+  Tensor c = a * b - x;
+  Tensor only_held = full({3}, 7.0);  // a constant no step reads
+  dead = Tensor();
+  std::vector<ir::NodePtr> roots;
+  for (const Tensor* t : {&c, &only_held, &a}) roots.push_back(t->unsafeGetTensorImpl()->storage->node);
+  const fusion::Plan searched = fusion::make_plan(roots);
+  const fusion::Plan walked = fusion::make_plan(roots, &tracer::recorded_nodes());
+  ASSERT_EQ(walked.steps.size(), searched.steps.size());
+  const auto& steps = walked.steps;
+  uint64_t last_seq = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(steps[i].node, searched.steps[i].node);
+    EXPECT_EQ(steps[i].is_root, searched.steps[i].is_root);
+    EXPECT_EQ(steps[i].owner->get(), steps[i].node);
+    if (!steps[i].node->inputs.empty()) {
+      EXPECT_GT(steps[i].node->seq, last_seq);
+      last_seq = steps[i].node->seq;
+      continue;
+    }
+    if (i == 0) continue;
+    size_t reader = i + 1;  // a constant: only constants between it and its first reader
+    while (reader < steps.size() && steps[reader].node->inputs.empty()) ++reader;
+    ASSERT_LT(reader, steps.size());
+    bool reads = false;
+    for (const auto& in : steps[reader].node->inputs) reads |= in.node.get() == steps[i].node;
+    EXPECT_TRUE(reads);
+  }
+  EXPECT_EQ(steps.front().node, only_held.unsafeGetTensorImpl()->storage->node.get());
+  EXPECT_TRUE(steps.front().is_root);
+  EXPECT_EQ(count(walked, ir::Op::Exp), 0u);
+  EXPECT_EQ(count(walked, ir::Op::Tanh), 1u);
+  EXPECT_TRUE(allclose(c, (x * 2 + 1) * (3.0 - (x * 2 + 1)).tanh() - x));
+}

@@ -45,6 +45,7 @@ struct Operand {
 struct Node {
   Op op;
   ScalarType dtype;
+  uint32_t trace_index = 0;     // its place in its thread's RecordedNodes (tracer::record; in padding)
   Shape shape;                  // the output is contiguous in this shape
   std::vector<Operand, pool::Allocator<Operand>> inputs;  // cleared once computed
   std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
@@ -61,6 +62,15 @@ struct Node {
   bool computed() const { return result != nullptr; }
   int64_t numel() const { return numel_of(shape); }
 };
+
+// The nodes one thread recorded since its last flush, in the order it recorded them
+// (tracer::record), each with its seq; a node's trace_index is its place here. Nodes that died
+// since are left in place: fusion::make_plan reads an entry only once a live node led it there.
+struct RecordedNode {
+  Node* node;
+  uint64_t seq;  // tells the node apart from another thread's later one at a dead node's address
+};
+using RecordedNodes = std::vector<RecordedNode>;
 
 // After a flush: a node that kept its result no longer needs its inputs (dropping them frees the
 // graph above it). One whose result was released, or never written (computed inside a kernel),

@@ -2,6 +2,7 @@
 // or after every op in eager mode.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -16,6 +17,7 @@ namespace {
 
 struct Segment {
   std::vector<std::weak_ptr<Storage>> pending;  // storages whose content may need computing
+  ir::RecordedNodes recorded;                   // every node recorded since the last flush
   int64_t nodes_since_flush = 0;
 };
 thread_local Segment t_segment;
@@ -23,10 +25,10 @@ thread_local Segment t_segment;
 // Flushes run one at a time: a tensor made on one thread may be read on another.
 std::mutex g_flush_mutex;
 
-void run(std::vector<ir::NodePtr> roots) {
+void run(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr) {
   if (roots.empty()) return;
   std::lock_guard<std::mutex> lock(g_flush_mutex);
-  fusion::Plan plan = fusion::make_plan(std::move(roots));
+  fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
   if (plan.steps.empty()) return;
   stats_add(&Stats::flushes, 1);
   codegen::execute(plan);
@@ -54,7 +56,15 @@ ir::NodePtr record(ir::Node&& node) {
   for (const auto& in : node.inputs) seq = std::max(seq, in.node->seq);
   node.seq = seq + 1;
   last.store(node.seq, std::memory_order_relaxed);
-  return pool::make_shared<ir::Node>(std::move(node));
+  auto& recorded = t_segment.recorded;
+  node.trace_index = uint32_t(recorded.size());  // past 2^32 nodes a flush searches instead
+  ir::NodePtr made = pool::make_shared<ir::Node>(std::move(node));
+  // Field by field: a pair built on the stack and copied as one 16-byte load missed store
+  // forwarding, which was most of this function's time.
+  ir::RecordedNode& entry = recorded.emplace_back();
+  entry.node = made.get();
+  entry.seq = made->seq;
+  return made;
 }
 
 StoragePtr new_storage(ir::NodePtr node) {
@@ -85,8 +95,14 @@ void flush() {
       if (!s->node->computed()) roots.push_back(s->node);
   seg.pending.clear();
   seg.nodes_since_flush = 0;
-  run(std::move(roots));
+  ir::RecordedNodes recorded;
+  recorded.swap(seg.recorded);  // what runs the plan may record more: into a new list
+  run(std::move(roots), recorded.size() <= UINT32_MAX ? &recorded : nullptr);
+  recorded.clear();
+  if (seg.recorded.empty()) seg.recorded.swap(recorded);  // keeps the capacity
 }
+
+const ir::RecordedNodes& recorded_nodes() { return t_segment.recorded; }
 
 const BufferPtr& materialize(Storage& s) {
   if (!s.node->computed()) {

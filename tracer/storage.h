@@ -32,6 +32,9 @@ void set_content(const StoragePtr& s, ir::NodePtr node);
 
 // Computes every pending value that a live storage of this thread's segment holds.
 void flush();
+// The nodes this thread recorded since its last flush, which its next flush orders by
+// (fusion::make_plan); read by tests and benchmarks.
+const ir::RecordedNodes& recorded_nodes();
 // Makes sure `s` is computed (flushing this thread's segment first), and returns its buffer.
 const BufferPtr& materialize(Storage& s);
 
