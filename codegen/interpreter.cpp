@@ -631,7 +631,7 @@ class Interpreter final : public Backend {
       compute(*step.node);
       for (Node* done : step.release_after) done->result.reset();
     }
-    for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
+    fusion::forget_computed_inputs(plan);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
     stats_add(&Stats::kernel_launches, int64_t(plan.steps.size()));
   }

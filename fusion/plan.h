@@ -36,8 +36,17 @@ uint64_t begin_pass();
 // recorded (by seq), each leaf (a constant) just before its first reader, and leaves no step
 // reads first. With `recorded`, the thread's list that holds them, liveness is found by one walk
 // back over that list; else, or when a live node is not in it (another thread's, or one left
-// pending by an earlier flush), by a depth-first search from the roots. Both give the same plan.
+// pending by an earlier flush), by a depth-first search from the roots. Both give the same steps
+// in the same order (Step::owner may differ) while one thread records at a time; threads that
+// record at once may share or invert seqs (tracer::record), and then the walk keeps the order of
+// recording where the search sorts by seq: both orders are topological.
 Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr);
+// How many times make_plan was given a recorded list and searched instead (for tests).
+uint64_t plans_searched_instead();
+
+// After a flush: each computed step forgets its inputs (ir::forget_inputs_if_computed), which
+// frees the graph above it that nothing else holds.
+void forget_computed_inputs(Plan& plan);
 
 // Fills each step's release_after: roots keep their results; any other node's result may be
 // released after its last reader in the plan has run. (The Halide backend's partition says its

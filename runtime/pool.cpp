@@ -51,6 +51,9 @@ void* allocate(size_t bytes) {
     FreeList& l = t_lists.lists[c];
     if (Block* b = l.head) {
       l.head = b->next;
+      // The next pop reads the next block's link: a cache miss each, in a chain, once a flush has
+      // freed thousands of blocks. Asked for now, it arrives while this block is in use.
+      __builtin_prefetch(l.head);
       --l.count;
       return b;
     }

@@ -1,11 +1,14 @@
-// The plan rewrites before partitioning: common subexpressions, identities, constant folding; and
-// what the partition makes of a LayerNorm backward.
-#include <gtest/gtest.h>
+// The plan: its order, the rewrites before partitioning (common subexpressions, identities,
+// constant folding), and what the partition makes of a LayerNorm backward.
+#include "fusion/passes.h"
 
+#include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <cmath>
+#include <thread>
+
 #include "fusion/kernel.h"
-#include "fusion/passes.h"
 #include "tracer/storage.h"
 
 using namespace kiln;
@@ -175,7 +178,9 @@ TEST(Passes, PlansFromTheRecordedNodesAndFromASearchAgree) {
   std::vector<ir::NodePtr> roots;
   for (const Tensor* t : {&c, &only_held, &a}) roots.push_back(t->unsafeGetTensorImpl()->storage->node);
   const fusion::Plan searched = fusion::make_plan(roots);
+  const uint64_t searches = fusion::plans_searched_instead();
   const fusion::Plan walked = fusion::make_plan(roots, &tracer::recorded_nodes());
+  EXPECT_EQ(fusion::plans_searched_instead(), searches);  // the walk was taken
   ASSERT_EQ(walked.steps.size(), searched.steps.size());
   const auto& steps = walked.steps;
   uint64_t last_seq = 0;
@@ -202,4 +207,20 @@ TEST(Passes, PlansFromTheRecordedNodesAndFromASearchAgree) {
   EXPECT_EQ(count(walked, ir::Op::Exp), 0u);
   EXPECT_EQ(count(walked, ir::Op::Tanh), 1u);
   EXPECT_TRUE(allclose(c, (x * 2 + 1) * (3.0 - (x * 2 + 1)).tanh() - x));
+}
+
+// A pending node another thread recorded is not in this thread's list: the flush searches from
+// the roots instead, and computes both threads' nodes.
+TEST(Passes, NodesRecordedOnAnotherThreadAreSearchedFor) {
+  kiln::sync();
+  Tensor made;
+  std::thread maker([&] { made = arange(4, kFloat) * 3; });  // left pending on that thread
+  maker.join();
+  Tensor y = (made + 1).exp();
+  const uint64_t searches = fusion::plans_searched_instead();
+  EXPECT_NEAR(y.sum().item<double>(), std::exp(1.0) + std::exp(4.0) + std::exp(7.0) + std::exp(10.0), 1e-2);
+  EXPECT_EQ(fusion::plans_searched_instead(), searches + 1);
+  Tensor z = y * 2;  // y is computed now: this thread's list has all z needs
+  EXPECT_NEAR(z.sum().item<double>(), 2 * (std::exp(1.0) + std::exp(4.0) + std::exp(7.0) + std::exp(10.0)), 2e-2);
+  EXPECT_EQ(fusion::plans_searched_instead(), searches + 1);
 }

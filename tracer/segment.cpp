@@ -49,8 +49,9 @@ ir::NodePtr record(ir::Node&& node) {
   ++t_segment.nodes_since_flush;
   // One order for all threads, so that a step's plan does not depend on how far apart two
   // threads' counters have drifted (the partition, hashed with the order, would be made again).
-  // A plain load and store, not a locked add (3% of tracing): two threads may take one number,
-  // and ties keep make_plan's order. A node's inputs are always earlier: it is numbered past them.
+  // A plain load and store, not a locked add (3% of tracing): two threads recording at once may
+  // take one number, or set the counter back a little; each order make_plan gives stays
+  // topological, as a node's inputs are always earlier: it is numbered past them.
   static std::atomic<uint64_t> last{0};
   uint64_t seq = last.load(std::memory_order_relaxed);
   for (const auto& in : node.inputs) seq = std::max(seq, in.node->seq);

@@ -112,7 +112,7 @@ class HalideBackend final : public Backend {
       run(partition.kernels[i], fns[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
-    for (const auto& step : plan.steps) ir::forget_inputs_if_computed(*step.node);
+    fusion::forget_computed_inputs(plan);
     stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
   }
 
