@@ -30,6 +30,9 @@ struct TensorImpl {
   ScalarType dtype = kFloat;
   std::unique_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it
   std::shared_ptr<TensorImpl> view_base;  // for views: the tensor viewed (in-place writes update its history)
+  // User-provided (trace.cpp), so that make_shared's value-initialization does not first zero
+  // the whole impl (the shapes' unused dimensions too: a `rep stos`, half of making a tensor).
+  TensorImpl();
   ~TensorImpl();
 };
 

@@ -8,6 +8,7 @@
 
 namespace kiln {
 
+TensorImpl::TensorImpl() = default;  // out of line: user-provided (tensor.h)
 TensorImpl::~TensorImpl() = default;
 
 namespace detail {
