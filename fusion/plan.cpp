@@ -125,7 +125,7 @@ Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded
     reached.clear();
     reach_by_search(plan.roots, root, reached);
   }
-  // Leaves (constants) come first: those only roots hold, in the roots' order, then the others in
+  // Leaves (constants) come first: the roots among them in the roots' order, then the others in
   // the order they are first read, whatever their own seq (a constant may be a node an earlier
   // step of the program made and reused, and the order, hashed with the plan's structure, must
   // not depend on that). Among the other steps a constant changed the partition: it opens a group

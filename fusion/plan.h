@@ -32,8 +32,8 @@ struct Plan {
 // A number no earlier pass used, for stamping ir::Node::pass.
 uint64_t begin_pass();
 
-// Orders the pending nodes that `roots` depend on: leaves (constants) first, in the order they
-// are first read (those only roots hold before them), then the nodes with inputs in the order
+// Orders the pending nodes that `roots` depend on: leaves (constants) first, the roots among
+// them in the roots' order and the others as first read, then the nodes with inputs in the order
 // they were recorded (by seq). With `recorded`, the thread's list that holds them, liveness is found by one walk
 // back over that list; else, or when a live node is not in it (another thread's, or one left
 // pending by an earlier flush), by a depth-first search from the roots. Both give the same steps

@@ -54,8 +54,8 @@ void* allocate(size_t bytes) {
       // The next pop reads the next block's link and its caller writes the block: cache misses
       // each, in a chain for the links, once a flush has freed thousands of blocks. Asked for
       // now, the block arrives while this one is in use.
-      const char* next = reinterpret_cast<const char*>(l.head);
-      for (size_t line = 0; line <= c; ++line) __builtin_prefetch(next + line * kGranule, 1);
+      if (const char* next = reinterpret_cast<const char*>(l.head))
+        for (size_t line = 0; line <= c; ++line) __builtin_prefetch(next + line * kGranule, 1);
       --l.count;
       return b;
     }

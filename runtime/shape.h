@@ -97,9 +97,7 @@ class Shape {
     return uint32_t(n);
   }
   uint32_t size_ = 0;
-  // Only the first size_ are read or set: zeroing all eight was most of what making a tensor
-  // handle (two shapes) cost.
-  int64_t data_[kMaxDims];
+  int64_t data_[kMaxDims] = {};  // only the first size_ are read
 };
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.vec(); }
 

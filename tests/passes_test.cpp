@@ -162,7 +162,7 @@ TEST(Passes, LayerNormStatisticsShareARowKernelWhenGeluFollows) {
 
 // A flush orders its plan by one walk back over the nodes its thread recorded; a search from the
 // roots (for nodes recorded elsewhere) must give the same plan, or a step's partition would
-// depend on which thread traced it: constants first (those only roots hold, then the others in
+// depend on which thread traced it: constants first (roots among them first, then the others in
 // the order they are first read), then the nodes with inputs in traced order. Nodes that died
 // before the flush stay in the recorded list and must be passed over.
 TEST(Passes, PlansFromTheRecordedNodesAndFromASearchAgree) {
@@ -197,7 +197,7 @@ TEST(Passes, PlansFromTheRecordedNodesAndFromASearchAgree) {
     EXPECT_GT(steps[i].node->seq, last_seq);
     last_seq = steps[i].node->seq;
   }
-  EXPECT_GE(constants, 3u);  // 7 (only held), then 2, 1 and 3 as read (a cached one may be computed)
+  EXPECT_GE(constants, 3u);  // 7 (a root), then 2, 1 and 3 as read (a cached one may be computed)
   EXPECT_EQ(steps.front().node, only_held.unsafeGetTensorImpl()->storage->node.get());
   EXPECT_TRUE(steps.front().is_root);
   EXPECT_EQ(count(walked, ir::Op::Exp), 0u);
