@@ -34,12 +34,12 @@ uint64_t begin_pass();
 
 // Orders the pending nodes that `roots` depend on: leaves (constants) first, the roots among
 // them in the roots' order and the others as first read, then the nodes with inputs in the order
-// they were recorded (by seq). With `recorded`, the thread's list that holds them, liveness is found by one walk
-// back over that list; else, or when a live node is not in it (another thread's, or one left
-// pending by an earlier flush), by a depth-first search from the roots. Both give the same steps
-// in the same order (Step::owner may differ) while one thread records at a time; threads that
-// record at once may share or invert seqs (tracer::record), and then the walk keeps the order of
-// recording where the search sorts by seq: both orders are topological.
+// they were recorded (by seq). With `recorded`, the thread's list that holds them, liveness is
+// found by one walk back over that list; else, or when a live node is not in it (another
+// thread's, or one left pending by an earlier flush), by a depth-first search from the roots.
+// Both give the same steps in the same order (Step::owner may differ) while one thread records
+// at a time; threads that record at once may share or invert seqs (tracer::record), and then the
+// walk keeps the order of recording where the search sorts by seq: both orders are topological.
 Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr);
 // How many times make_plan was given a recorded list and searched instead (for tests).
 uint64_t plans_searched_instead();

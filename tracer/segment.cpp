@@ -58,7 +58,8 @@ ir::NodePtr record(ir::Node&& node) {
   node.seq = seq + 1;
   last.store(node.seq, std::memory_order_relaxed);
   auto& recorded = t_segment.recorded;
-  node.trace_index = uint32_t(recorded.size());  // past 2^32 nodes a flush searches instead
+  // Past 2^32 nodes the index wraps: make_plan then finds another node at that place and searches.
+  node.trace_index = uint32_t(recorded.size());
   ir::NodePtr made = pool::make_shared<ir::Node>(std::move(node));
   // Field by field: a pair built on the stack and copied as one 16-byte load missed store
   // forwarding, which was most of this function's time.
@@ -98,7 +99,7 @@ void flush() {
   seg.nodes_since_flush = 0;
   ir::RecordedNodes recorded;
   recorded.swap(seg.recorded);  // what runs the plan may record more: into a new list
-  run(std::move(roots), recorded.size() <= UINT32_MAX ? &recorded : nullptr);
+  run(std::move(roots), &recorded);
   recorded.clear();
   if (seg.recorded.empty()) seg.recorded.swap(recorded);  // keeps the capacity
 }
