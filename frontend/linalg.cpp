@@ -131,6 +131,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     KILN_CHECK(i == d || index.size(i) <= x.size(i), "gather: size does not match at dimension ", i,
                " expected index ", index.sizes().vec(), " to be smaller than self ", x.sizes().vec(),
                " apart from dimension ", d);
+  // A 0-d input gathers from its one element, as a 1-element vector.
+  if (x.dim() == 0) return gather(x.reshape({1}), 0, index.reshape({1})).reshape({});
   check_index(index, x.size(d), "gather", x);
   return primitive(Op::Gather, {x, index}, index.sizes().vec(), x.dtype(), detail::Attrs{{d}});
 }

@@ -10,10 +10,10 @@
 
 namespace kiln {
 
-using detail::wrap_dim;
+using detail::wrap_existing_dim;
 
-int64_t Tensor::size(int64_t d) const { return impl().sizes[wrap_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int64_t d) const { return impl().strides[wrap_dim(d, dim(), "stride")]; }
+int64_t Tensor::size(int64_t d) const { return impl().sizes[wrap_existing_dim(*this, d, "size")]; }
+int64_t Tensor::stride(int64_t d) const { return impl().strides[wrap_existing_dim(*this, d, "stride")]; }
 
 bool Tensor::is_contiguous() const {
   const auto& s = impl().sizes;

@@ -94,6 +94,12 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
 }
 
+int64_t wrap_existing_dim(const Tensor& t, int64_t dim, const char* op) {
+  KILN_CHECK(t.dim() > 0, op, ": dimension specified as ", dim, " but tensor has no dimensions (input ", shape_str(t),
+             ")");
+  return wrap_dim(dim, t.dim(), op);
+}
+
 std::string shape_str(const Tensor& t) {
   std::ostringstream os;
   os << t.sizes().vec() << " " << dtype_name(t.dtype());

@@ -85,7 +85,10 @@ Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 Tensor zeros_in_memory(const Tensor& like);
 
 // Normalizes a possibly negative dim against `rank`, naming `op` if it is out of range.
+// A 0-d tensor answers to dim 0 and -1 as if it had one dimension, as in PyTorch.
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+// The same for ops that read the dimension's size (size, slice, split...): a 0-d tensor has none.
+int64_t wrap_existing_dim(const Tensor& t, int64_t dim, const char* op);
 std::string shape_str(const Tensor& t);  // "[2, 3] float32"
 
 }  // namespace kiln::detail

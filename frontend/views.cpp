@@ -10,6 +10,7 @@ namespace kiln {
 using detail::named;
 using detail::ViewKind;
 using detail::wrap_dim;
+using detail::wrap_existing_dim;
 
 namespace {
 
@@ -151,7 +152,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  d = wrap_dim(d, dim(), "slice");
+  d = wrap_existing_dim(*this, d, "slice");
   KILN_CHECK(step > 0, "slice: step must be positive, got ", step);
   const int64_t n = size(d);
   if (start < 0) start += n;
@@ -245,7 +246,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
-  d = wrap_dim(d, dim(), "unflatten");
+  d = wrap_existing_dim(*this, d, "unflatten");
   Shape s(sizes().begin(), sizes().begin() + d);
   s.insert(s.end(), parts.begin(), parts.end());
   s.insert(s.end(), sizes().begin() + d + 1, sizes().end());
@@ -253,7 +254,7 @@ Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
-  d = wrap_dim(d, dim(), "split");
+  d = wrap_existing_dim(*this, d, "split");
   KILN_CHECK(split_size > 0, "split: split_size must be positive, got ", split_size);
   std::vector<Tensor> out;
   for (int64_t start = 0; start < size(d); start += split_size)
@@ -263,12 +264,12 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   KILN_CHECK(chunks > 0, "chunk: chunks must be positive, got ", chunks);
-  d = wrap_dim(d, dim(), "chunk");
+  d = wrap_existing_dim(*this, d, "chunk");
   return split(std::max<int64_t>((size(d) + chunks - 1) / chunks, 1), d);
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
-  d = wrap_dim(d, dim(), "unbind");
+  d = wrap_existing_dim(*this, d, "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
   return out;

@@ -127,6 +127,34 @@ TEST(Errors, BadDims) {
   EXPECT_ERROR(kiln::tensor(1.0).narrow(0, 0, 1), "narrow", "0-dim");
 }
 
+// A 0-d tensor answers to dim 0 where PyTorch lets it (reductions, softmax, squeeze, gather) and
+// throws where the op reads the dimension's size, as libtorch does.
+TEST(Errors, ZeroDimTensorHasNoDimensionToRead) {
+  const Tensor s = kiln::tensor(2.0);
+  auto no_dims = [&](const char* op, auto&& call) {
+    SCOPED_TRACE(op);
+    EXPECT_ERROR(call(), op, "dimension specified as", "no dimensions", "[] float32");
+  };
+  no_dims("size", [&] { return s.size(0); });
+  no_dims("size", [&] { return s.size(-1); });
+  no_dims("stride", [&] { return s.stride(0); });
+  no_dims("slice", [&] { return s.slice(0, 0, 1); });
+  no_dims("split", [&] { return s.split(1, 0); });
+  no_dims("chunk", [&] { return s.chunk(1, 0); });
+  no_dims("unbind", [&] { return s.unbind(0); });
+  no_dims("unflatten", [&] { return s.unflatten(0, {1}); });
+  // What PyTorch allows on a 0-d tensor still works, and the tensor is unharmed.
+  EXPECT_EQ(s.sum(0).item<double>(), 2.0);
+  EXPECT_EQ(s.softmax(-1).item<double>(), 1.0);
+  EXPECT_EQ(s.squeeze(0).dim(), 0);
+  const Tensor g = s.gather(0, kiln::tensor(int64_t(0)));
+  EXPECT_EQ(g.dim(), 0);
+  EXPECT_EQ(g.item<double>(), 2.0);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_EQ((s * 3).item<double>(), 6.0);
+}
+
 TEST(Errors, IndexOutOfRange) {
   const Tensor a23 = kiln::ones({2, 3});
   EXPECT_ERROR(a23.select(1, 5), "select", "index 5", "[2, 3]");
