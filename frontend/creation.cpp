@@ -199,7 +199,10 @@ Tensor tensor(bool v, const TensorOptions& o) {
   return from_values(&byte, {}, kBool, o);
 }
 
-Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) { return full({}, s, o); }
+// The default float dtype whatever the value's type, as libtorch (full infers it from the value).
+Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) {
+  return full({}, s, o.has_dtype() ? o : o.dtype(kFloat));
+}
 
 Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
@@ -245,7 +248,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
     using T = decltype(zero);
     const T s = T(start.toDouble()), e = T(end.toDouble());
     const T step = steps > 1 ? (e - s) / T(steps - 1) : T(0);
-    const int64_t half = steps / 2;
+    const int64_t half = steps == 1 ? 1 : steps / 2;  // one step is start
     std::vector<T> v(steps);
     for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? std::fma(step, T(i), s) : std::fma(-step, T(steps - i - 1), e);
     return from_values(v.data(), {steps}, kFloat, o);

@@ -63,15 +63,22 @@ Tensor unary_float(Op op, const Tensor& x) {
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
   ScalarType t = result_type(a, b);
   if ((op == Op::Div || op == Op::Pow) && !is_floating(t) && !(op == Op::Pow && t == kLong)) t = kFloat;
-  KILN_CHECK(!(op == Op::Sub && t == kBool), name, ": subtraction, the `-` operator, with two bool tensors is "
-             "not supported. Use the `^` or `logical_xor()` operator instead.");
+  KILN_CHECK(!(op == Op::Sub && (a.dtype() == kBool || b.dtype() == kBool)), name,
+             ": subtraction, the `-` operator, with a bool tensor is not supported (", detail::shape_str(a), " and ",
+             detail::shape_str(b),
+             "). If you are trying to invert a mask, use the `~` or `logical_not()` operator "
+             "instead.");
   Shape s = broadcast(a, b, name);
   const bool compare = ir::op_kind(op) == ir::OpKind::Compare;
   Tensor ca, cb;
   return detail::elementwise(op, {as_dtype(a, t, ca), as_dtype(b, t, cb)}, std::move(s), compare ? kBool : t);
 }
 
-Tensor scaled(const Tensor& b, const Scalar& alpha) {
+// b * alpha for add and sub; as libtorch, a floating-point alpha needs a floating-point result.
+Tensor scaled(const Tensor& a, const Tensor& b, const Scalar& alpha, const char* op) {
+  KILN_CHECK(!alpha.isFloatingPoint() || is_floating(result_type(a, b)), op,
+             ": for integral input tensors, argument alpha must not be a floating point number (", detail::shape_str(a),
+             " and ", detail::shape_str(b), ", alpha ", alpha.toDouble(), ")");
   return alpha.toDouble() == 1.0 ? b : b * alpha;
 }
 // b * alpha as one number, integral when both are (int tensor - 1 stays int64).
@@ -132,6 +139,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 
 Tensor pow(const Tensor& x, const Tensor& e) { return binary(Op::Pow, x, e, "pow"); }
 Tensor pow(const Tensor& x, const Scalar& e) {
+  KILN_CHECK(x.is_floating_point() || !e.isIntegral() || e.toLong() >= 0,
+             "pow: integers to negative integer powers are not allowed (", detail::shape_str(x), ", exponent ",
+             e.toLong(), ")");
   if (e.toDouble() == 1.0)
     return named(x.is_floating_point() || e.isIntegral() ? x.clone() : x.to(kFloat), "PowBackward0", {x});
   if (e.toDouble() == 2.0) {
@@ -158,11 +168,15 @@ Tensor clamp_max(const Tensor& x, const Scalar& max) {
 
 // --- binary ---
 
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Add, a, scaled(b, alpha), "add"); }
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return binary(Op::Add, a, scaled(a, b, alpha, "add"), "add");
+}
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   return named(add(a, wrap_scalar(scaled(b, alpha), a)), "AddBackward1", {a});
 }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(Op::Sub, a, scaled(b, alpha), "sub"); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return binary(Op::Sub, a, scaled(a, b, alpha, "sub"), "sub");
+}
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   return named(sub(a, wrap_scalar(scaled(b, alpha), a)), "SubBackward1", {a});
 }
@@ -244,8 +258,19 @@ Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, wrap_scalar(b,
 Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, wrap_scalar(b, a)); }
 Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
 Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
-Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
-Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+// &, | and ~ are bitwise in libtorch: logical on bool tensors, bitwise on integers (which kiln
+// lacks, so they throw rather than answer logically), refused on floats.
+static const Tensor& bool_operand(const Tensor& t, const char* op) {
+  KILN_CHECK(t.dtype() == kBool, op, ": only bool tensors are supported (got ", detail::shape_str(t), ")");
+  return t;
+}
+Tensor operator&(const Tensor& a, const Tensor& b) {
+  return logical_and(bool_operand(a, "bitwise_and"), bool_operand(b, "bitwise_and"));
+}
+Tensor operator|(const Tensor& a, const Tensor& b) {
+  return logical_or(bool_operand(a, "bitwise_or"), bool_operand(b, "bitwise_or"));
+}
+Tensor Tensor::operator~() const { return kiln::logical_not(bool_operand(*this, "bitwise_not")); }
 
 // --- methods ---
 

@@ -23,24 +23,51 @@ Tensor before(const Tensor& self) {
   detail::set_history(t, self.grad_fn(), uint32_t(self.output_nr()));
   return t;
 }
+
+// An op's result written back into self, where libtorch allows it: not a floating-point result
+// into an integer or bool tensor, not a number into a bool one (`int_tensor.div_(2)` threw there
+// and truncated here). fill_, masked_fill_ and copy_ cast their value, as libtorch's do.
+Tensor& write(Tensor& self, const Tensor& result, const char* op) {
+  const ScalarType from = result.dtype(), to = self.dtype();
+  KILN_CHECK((is_floating(to) || !is_floating(from)) && (to != kBool || from == kBool), op, ": result type ",
+             dtype_name(from), " can't be cast to the desired output type ", dtype_name(to), " (self ",
+             detail::shape_str(self), ")");
+  return self.assign_(result);
+}
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return assign_(kiln::add(before(*this), o, alpha)); }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return assign_(kiln::add(before(*this), o, alpha)); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return assign_(kiln::sub(before(*this), o, alpha)); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return assign_(kiln::sub(before(*this), o, alpha)); }
-Tensor& Tensor::mul_(const Tensor& o) { return assign_(kiln::mul(before(*this), o)); }
-Tensor& Tensor::mul_(const Scalar& o) { return assign_(kiln::mul(before(*this), o)); }
-Tensor& Tensor::div_(const Tensor& o) { return assign_(kiln::div(before(*this), o)); }
-Tensor& Tensor::div_(const Scalar& o) { return assign_(kiln::div(before(*this), o)); }
-Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) { return assign_(kiln::clamp(before(*this), lo, hi)); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  return write(*this, kiln::add(before(*this), o, alpha), "add_");
+}
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+  return write(*this, kiln::add(before(*this), o, alpha), "add_");
+}
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  return write(*this, kiln::sub(before(*this), o, alpha), "sub_");
+}
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+  return write(*this, kiln::sub(before(*this), o, alpha), "sub_");
+}
+Tensor& Tensor::mul_(const Tensor& o) { return write(*this, kiln::mul(before(*this), o), "mul_"); }
+Tensor& Tensor::mul_(const Scalar& o) { return write(*this, kiln::mul(before(*this), o), "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) { return write(*this, kiln::div(before(*this), o), "div_"); }
+Tensor& Tensor::div_(const Scalar& o) { return write(*this, kiln::div(before(*this), o), "div_"); }
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  return write(*this, kiln::clamp(before(*this), lo, hi), "clamp_");
+}
 Tensor& Tensor::zero_() { return fill_(0); }
 Tensor& Tensor::fill_(const Scalar& v) { return assign_(full({}, v, dtype())); }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) { return assign_(kiln::masked_fill(before(*this), mask, v)); }
-Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, const Scalar& v) { return assign_(kiln::addcmul(before(*this), a, b, v)); }
-Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, const Scalar& v) { return assign_(kiln::addcdiv(before(*this), a, b, v)); }
-Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) { return assign_(kiln::lerp(before(*this), end, w)); }
-Tensor& Tensor::sqrt_() { return assign_(kiln::sqrt(before(*this))); }
-Tensor& Tensor::relu_() { return assign_(kiln::relu(before(*this))); }
+Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, const Scalar& v) {
+  return write(*this, kiln::addcmul(before(*this), a, b, v), "addcmul_");
+}
+Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, const Scalar& v) {
+  return write(*this, kiln::addcdiv(before(*this), a, b, v), "addcdiv_");
+}
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) {
+  return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
+}
+Tensor& Tensor::sqrt_() { return write(*this, kiln::sqrt(before(*this)), "sqrt_"); }
+Tensor& Tensor::relu_() { return write(*this, kiln::relu(before(*this)), "relu_"); }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "frontend/tensor.h"
@@ -126,10 +127,17 @@ Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-Tensor var(const Tensor& x, bool unbiased = true);
-Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
-Tensor std(const Tensor& x, bool unbiased = true);
-Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased = true, bool keepdim = false);
+// As Tensor::var: var(x, false) takes the flag, var(x, 1) or var(x, {1}) a dim.
+Tensor var(const Tensor& x, IntArrayRef dims = {}, bool unbiased = true, bool keepdim = false);
+template <typename Bool, typename = std::enable_if_t<std::is_same_v<Bool, bool>>>
+Tensor var(const Tensor& x, Bool unbiased) {
+  return var(x, IntArrayRef{}, unbiased);
+}
+Tensor std(const Tensor& x, IntArrayRef dims = {}, bool unbiased = true, bool keepdim = false);
+template <typename Bool, typename = std::enable_if_t<std::is_same_v<Bool, bool>>>
+Tensor std(const Tensor& x, Bool unbiased) {
+  return std(x, IntArrayRef{}, unbiased);
+}
 Tensor norm(const Tensor& x, const Scalar& p = 2);
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);

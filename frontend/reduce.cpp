@@ -151,7 +151,6 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(Op::ArgMin, x, dim, keepdim, "argmin");
 }
 
-Tensor var(const Tensor& x, bool unbiased) { return var(x, {}, unbiased, false); }
 Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   KILN_CHECK(x.is_floating_point(), "var: only floating point inputs are supported (got ", detail::shape_str(x), ")");
   auto axes = normalize_axes(x, dims, "var");
@@ -160,11 +159,22 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   return named(sum(centered * centered, axes, keepdim) / double(std::max<int64_t>(n - (unbiased ? 1 : 0), 0)),
                "VarBackward0", {x});
 }
-Tensor std(const Tensor& x, bool unbiased) { return named(sqrt(var(x, unbiased)), "StdBackward0", {x}); }
+// root(s) for a root whose derivative is infinite at s = 0 (std's sqrt of the variance, norm's of
+// a sum of powers): there the gradient is 0, as libtorch's std and norm backward mask it, where
+// the root's own would be 0 * inf = NaN. The inner where keeps the root's derivative finite at
+// the elements the outer one drops.
+template <typename Root>
+Tensor root_with_zero_gradient_at_zero(const Tensor& s, Root root) {
+  const Tensor at_zero = s == 0;
+  return where(at_zero, 0.0, root(where(at_zero, 1.0, s)));
+}
+
 Tensor std(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
   KILN_CHECK(x.is_floating_point(), "std: only floating point inputs are supported (got ", detail::shape_str(x), ")");
   normalize_axes(x, dims, "std");  // errors name std, not the var it is made of
-  return named(sqrt(var(x, dims, unbiased, keepdim)), "StdBackward0", {x});
+  return named(
+      root_with_zero_gradient_at_zero(var(x, dims, unbiased, keepdim), [](const Tensor& v) { return sqrt(v); }),
+      "StdBackward0", {x});
 }
 
 Tensor norm(const Tensor& x, const Scalar& p) { return named(norm(x, p, {}, false), "NormBackward0", {x}); }
@@ -173,9 +183,12 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   normalize_axes(x, dims, "norm");  // errors name norm, not the sum it is made of
   const double order = p.toDouble();
   Tensor r = std::isinf(order) ? (order > 0 ? amax(x.abs(), dims, keepdim) : amin(x.abs(), dims, keepdim))
+             : order == 0      ? sum(x != 0, dims, keepdim).to(x.dtype())  // counts the nonzeros
              : order == 1      ? sum(x.abs(), dims, keepdim)
-             : order == 2      ? sqrt(sum(x * x, dims, keepdim))
-                               : pow(sum(pow(x.abs(), order), dims, keepdim), 1.0 / order);
+             : order == 2
+                 ? root_with_zero_gradient_at_zero(sum(x * x, dims, keepdim), [](const Tensor& s) { return sqrt(s); })
+                 : root_with_zero_gradient_at_zero(sum(pow(x.abs(), order), dims, keepdim),
+                                                   [&](const Tensor& s) { return pow(s, 1.0 / order); });
   return named(r, "NormBackward1", {x});
 }
 
@@ -231,9 +244,9 @@ Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return kiln::amax(*t
 Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return kiln::argmax(*this, dim, keepdim); }
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return kiln::argmin(*this, dim, keepdim); }
-Tensor Tensor::var(bool unbiased) const { return kiln::var(*this, unbiased); }
-Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const { return kiln::var(*this, dims, unbiased, keepdim); }
-Tensor Tensor::std(bool unbiased) const { return kiln::std(*this, unbiased); }
+Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const {
+  return kiln::var(*this, dims, unbiased, keepdim);
+}
 Tensor Tensor::std(IntArrayRef dims, bool unbiased, bool keepdim) const { return kiln::std(*this, dims, unbiased, keepdim); }
 Tensor Tensor::norm(const Scalar& p) const { return kiln::norm(*this, p); }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const { return kiln::norm(*this, p, dims, keepdim); }

@@ -65,15 +65,30 @@ Scalar Tensor::item() const {
   }
 }
 
+// data_ptr hands out memory the user may write: what was recorded before runs first (as libtorch
+// would have run it), and the storage's value becomes that memory, an Input node of its own, so
+// that later ops read the writes instead of folding the constant or the expression it was made by
+// (`zeros({2})` filled through the pointer stayed zeros). Not an in-place op: no version bump.
+void* Tensor::data_ptr() const {
+  tracer::flush();
+  Storage& s = *impl().storage;
+  const BufferPtr buffer = tracer::materialize(s);
+  if (s.node->op != ir::Op::Input) {
+    ir::Node n;
+    n.op = ir::Op::Input;
+    n.dtype = s.node->dtype;
+    n.shape = s.node->shape;
+    n.result = buffer;
+    s.node = tracer::record(std::move(n));
+  }
+  return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
+}
+const void* Tensor::const_data_ptr() const { return element_base(impl()); }
 template <typename T>
 T* Tensor::data_ptr() const {
-  if constexpr (!std::is_same_v<T, void>) {
-    KILN_CHECK(dtype() == dtype_of<T>(), "data_ptr: expected scalar type ", dtype_of<T>(),
-               " but found ", dtype());
-  }
-  return reinterpret_cast<T*>(const_cast<char*>(element_base(impl())));
+  KILN_CHECK(dtype() == dtype_of<T>(), "data_ptr: expected scalar type ", dtype_of<T>(), " but found ", dtype());
+  return static_cast<T*>(data_ptr());
 }
-void* Tensor::data_ptr() const { return const_cast<char*>(element_base(impl())); }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "frontend/scalar.h"
@@ -66,7 +67,8 @@ class Tensor {
   template <typename T> T item() const;
   Scalar item() const;
   template <typename T> T* data_ptr() const;
-  void* data_ptr() const;
+  void* data_ptr() const;                                  // for writing too: later ops read the memory (tensor.cpp)
+  const void* const_data_ptr() const;                      // for reading only (as libtorch 2's)
   template <typename T> std::vector<T> to_vector() const;  // contiguous copy of the values
 
   // --- autograd ---
@@ -197,9 +199,19 @@ class Tensor {
   Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(bool unbiased = true) const;
+  // var(false) takes the flag and var(1) or var({1}) a dim, as in libtorch: a plain bool overload
+  // would take an integer before IntArrayRef does (var(1) reduced every dim, unbiased).
+  Tensor var() const { return var(IntArrayRef{}); }
+  template <typename Bool, typename = std::enable_if_t<std::is_same_v<Bool, bool>>>
+  Tensor var(Bool unbiased) const {
+    return var(IntArrayRef{}, unbiased);
+  }
   Tensor var(IntArrayRef dims, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
+  Tensor std() const { return std(IntArrayRef{}); }
+  template <typename Bool, typename = std::enable_if_t<std::is_same_v<Bool, bool>>>
+  Tensor std(Bool unbiased) const {
+    return std(IntArrayRef{}, unbiased);
+  }
   Tensor std(IntArrayRef dims, bool unbiased = true, bool keepdim = false) const;
   Tensor norm(const Scalar& p = 2) const;
   Tensor norm(const Scalar& p, IntArrayRef dims, bool keepdim = false) const;
@@ -245,7 +257,7 @@ class Tensor {
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
   Tensor operator-() const { return neg(); }
-  Tensor operator~() const { return logical_not(); }
+  Tensor operator~() const;  // bool tensors only (elementwise.cpp)
 
   // Replaces this tensor's values (and, under autograd, its history) with `value` computed out
   // of place: the one path every in-place op takes.

@@ -223,7 +223,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  if (dim() == 0) return *this;
+  if (dim() == 0) return wrap_dim(d, 0, "squeeze"), *this;  // dim 0 or -1 only
   d = wrap_dim(d, dim(), "squeeze");
   if (sizes()[d] != 1) return *this;
   Shape s = sizes().vec(), st = strides().vec();

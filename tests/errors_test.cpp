@@ -314,3 +314,58 @@ TEST(Errors, AreKilnErrorsAndRuntimeErrors) {
 }
 
 }  // namespace
+
+// libtorch's &, | and ~ are bitwise: kiln has them for bool tensors and throws for the rest,
+// where it answered logically (~ of int64 {1, 2, 3} was {false, false, false}).
+TEST(Errors, BitwiseOpsOnNonBoolTensors) {
+  const Tensor li = kiln::tensor({1, 2, 3}), f = kiln::ones({3}), b = kiln::tensor({true, false, true});
+  EXPECT_ERROR(~li, "bitwise_not", "bool", "[3] int64");
+  EXPECT_ERROR(~f, "bitwise_not", "[3] float32");
+  EXPECT_ERROR(li & b, "bitwise_and", "[3] int64");
+  EXPECT_ERROR(b | f, "bitwise_or", "[3] float32");
+  EXPECT_EQ((~b).to_vector<bool>(), std::vector<bool>({false, true, false}));
+  EXPECT_EQ((b & ~b).to_vector<bool>(), std::vector<bool>({false, false, false}));
+  EXPECT_EQ((b | ~b).to_vector<bool>(), std::vector<bool>({true, true, true}));
+}
+
+// As libtorch: an in-place op whose result cannot be cast to self's dtype throws (it truncated).
+TEST(Errors, InPlaceResultThatSelfsDtypeCannotHold) {
+  Tensor li = kiln::tensor({1, 2});
+  EXPECT_ERROR(li.div_(2), "div_", "float32", "int64", "[2] int64");
+  EXPECT_ERROR(li += 1.5, "add_", "float32", "int64");
+  EXPECT_ERROR(li *= kiln::ones({2}), "mul_", "float32", "int64");
+  EXPECT_ERROR(li.clamp_(0.5, 2.5), "clamp_", "float32", "int64");
+  EXPECT_ERROR(li.sqrt_(), "sqrt_", "int64");
+  Tensor b = kiln::tensor({true, false});
+  EXPECT_ERROR(b += 1, "add_", "int64", "bool");
+  // Nothing was written, and what libtorch allows still works.
+  EXPECT_EQ(li.to_vector<int64_t>(), std::vector<int64_t>({1, 2}));
+  li.add_(1);
+  EXPECT_EQ(li.to_vector<int64_t>(), std::vector<int64_t>({2, 3}));
+  li.fill_(1.5);  // fill_ casts its value, as libtorch's
+  EXPECT_EQ(li.to_vector<int64_t>(), std::vector<int64_t>({1, 1}));
+  Tensor f = kiln::ones({2});
+  f.add_(kiln::tensor({1, 2}));
+  EXPECT_EQ(f.to_vector<float>(), std::vector<float>({2, 3}));
+}
+
+TEST(Errors, SqueezeOfAZeroDimTensorChecksTheDim) {
+  const Tensor s = kiln::tensor(2.0);
+  EXPECT_ERROR(s.squeeze(1), "squeeze", "[-1, 0]", "got 1");
+  EXPECT_EQ(s.squeeze(-1).dim(), 0);
+}
+
+TEST(Errors, BoolSubtractionIntegerNegativePowerAndFloatAlpha) {
+  const Tensor b = kiln::tensor({true, false}), li = kiln::tensor({1, 2});
+  EXPECT_ERROR(b - 1, "sub", "bool tensor", "[2] bool");
+  EXPECT_ERROR(1 - b, "sub", "bool tensor", "[2] bool");
+  EXPECT_ERROR(b - b, "sub", "bool tensor");
+  EXPECT_ERROR(li.pow(-1), "pow", "negative integer powers", "[2] int64");
+  EXPECT_ERROR(li.add(li, 0.5), "add", "alpha", "[2] int64");
+  EXPECT_ERROR(li.sub(li, 0.5), "sub", "alpha", "[2] int64");
+  // Allowed: a float base to a negative integer, an integer alpha, a float alpha on floats.
+  EXPECT_EQ(kiln::tensor({2.0f}).pow(-1).item<float>(), 0.5f);
+  EXPECT_EQ(li.add(li, 2).to_vector<int64_t>(), std::vector<int64_t>({3, 6}));
+  EXPECT_EQ(kiln::ones({1}).add(kiln::ones({1}), 0.5).item<float>(), 1.5f);
+  EXPECT_EQ((li - 1).to_vector<int64_t>(), std::vector<int64_t>({0, 1}));
+}

@@ -259,7 +259,7 @@ TEST(OpsDtype, CreationInference) {
   EXPECT_EQ(kiln::randn({2}, kiln::kDouble).dtype(), kiln::kDouble);
   EXPECT_EQ(kiln::randint(5, {2}).dtype(), kiln::kLong);
   EXPECT_EQ(kiln::randperm(4).dtype(), kiln::kLong);
-  EXPECT_EQ(kiln::scalar_tensor(2).dtype(), kiln::kLong);
+  EXPECT_EQ(kiln::scalar_tensor(2).dtype(), kiln::kFloat);  // the default dtype, as libtorch's
   EXPECT_EQ(kiln::scalar_tensor(2.5).dtype(), kiln::kFloat);
 }
 
@@ -801,3 +801,72 @@ TEST(OpsRandom, RangesMatchLibtorch) {
 }
 
 }  // namespace
+
+// Differences from libtorch 1.13 found by running one program against both (twenty-first session).
+TEST(OpsLibtorchParity, VarAndStdTakeAnIntegerAsADim) {
+  const Tensor m = kiln::arange(6, kiln::kFloat).reshape({2, 3});
+  EXPECT_EQ(m.var(1).sizes().vec(), std::vector<int64_t>({2}));
+  EXPECT_EQ(m.var(1).to_vector<float>(), std::vector<float>({1, 1}));
+  EXPECT_EQ(m.var({1}).to_vector<float>(), std::vector<float>({1, 1}));
+  EXPECT_EQ(kiln::var(m, 1).to_vector<float>(), std::vector<float>({1, 1}));
+  EXPECT_NEAR(m.std(0).to_vector<float>()[0], 2.1213203f, 1e-6);
+  EXPECT_EQ(m.std(0).sizes().vec(), std::vector<int64_t>({3}));
+  // A bool is the flag, over every element: 17.5 / 6 and / 5.
+  EXPECT_NEAR(m.var(false).item<float>(), 17.5f / 6, 1e-6);
+  EXPECT_NEAR(m.var(true).item<float>(), 3.5f, 1e-6);
+  EXPECT_NEAR(m.var().item<float>(), 3.5f, 1e-6);
+  EXPECT_NEAR(kiln::std(m, false).item<float>(), std::sqrt(17.5f / 6), 1e-6);
+}
+
+TEST(OpsLibtorchParity, WritesThroughDataPtrAreRead) {
+  Tensor z = kiln::zeros({2});
+  z.data_ptr<float>()[0] = 5;
+  EXPECT_EQ((z * 1).to_vector<float>(), std::vector<float>({5, 0}));
+  Tensor e = kiln::empty({2});
+  float* p = e.data_ptr<float>();
+  p[0] = 5;
+  p[1] = 6;
+  EXPECT_EQ((e * 1).to_vector<float>(), std::vector<float>({5, 6}));
+  Tensor three = kiln::ones({2}) * 3;
+  three.data_ptr<float>()[0] = 5;
+  EXPECT_EQ((three + 0).to_vector<float>(), std::vector<float>({5, 3}));
+  Tensor t = kiln::zeros({2});
+  t.data_ptr<float>()[1] = 7;
+  t.add_(1);
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>({1, 8}));
+  // What was recorded before the pointer was taken reads the values before the write.
+  Tensor before = kiln::ones({2});
+  Tensor doubled = before * 2;
+  before.data_ptr<float>()[0] = 10;
+  EXPECT_EQ(doubled.to_vector<float>(), std::vector<float>({2, 2}));
+  EXPECT_EQ(before.to_vector<float>(), std::vector<float>({10, 1}));
+  // Another zeros() is not touched.
+  EXPECT_EQ(kiln::zeros({2}).to_vector<float>(), std::vector<float>({0, 0}));
+}
+
+TEST(OpsLibtorchParity, NormLinspaceAndScalarTensor) {
+  EXPECT_EQ(kiln::tensor({0.0f, 2.0f, -1.0f}).norm(0).item<float>(), 2.0f);
+  EXPECT_EQ(kiln::tensor({{0.0f, 2.0f, -1.0f}, {1.0f, 1.0f, 1.0f}}).norm(0, {1}).to_vector<float>(),
+            std::vector<float>({2, 3}));
+  EXPECT_EQ(kiln::linspace(2, 5, 1).to_vector<float>(), std::vector<float>({2}));
+  EXPECT_EQ(kiln::linspace(2, 5, 2).to_vector<float>(), std::vector<float>({2, 5}));
+  EXPECT_EQ(kiln::scalar_tensor(2).item<float>(), 2.0f);
+}
+
+// libtorch's std and norm backward give 0 where the result is 0; the root's own derivative there
+// is infinite, and its product with a zero gradient was NaN.
+TEST(OpsLibtorchParity, StdAndNormGradientsAtZero) {
+  Tensor z = kiln::zeros({2}, kiln::requires_grad());
+  z.norm().backward();
+  EXPECT_EQ(z.grad().to_vector<float>(), std::vector<float>({0, 0}));
+  Tensor rows = kiln::tensor({{0.0f, 0.0f}, {3.0f, 4.0f}}).requires_grad_();
+  rows.norm(2, {1}).sum().backward();
+  EXPECT_EQ(rows.grad().to_vector<float>(), std::vector<float>({0, 0, 0.6f, 0.8f}));
+  Tensor cubes = kiln::zeros({2}, kiln::requires_grad());
+  cubes.norm(3).backward();
+  EXPECT_EQ(cubes.grad().to_vector<float>(), std::vector<float>({0, 0}));
+  Tensor c = kiln::ones({3}, kiln::requires_grad());
+  c.std().backward();
+  EXPECT_EQ(c.grad().to_vector<float>(), std::vector<float>({0, 0, 0}));
+  EXPECT_EQ(c.std().item<float>(), 0.0f);
+}

@@ -215,7 +215,7 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const S
     write_all(fd, &n, 8, path);
     write_all(fd, text.data(), text.size(), path);
     for (const auto& [name, t] : items)
-      if (t.numel() > 0) write_all(fd, t.data_ptr(), size_t(t.numel()) * element_size(t.dtype()), path);
+      if (t.numel() > 0) write_all(fd, t.const_data_ptr(), size_t(t.numel()) * element_size(t.dtype()), path);
     KILN_CHECK(::fsync(fd) == 0, "save_safetensors: writing '", path, "' failed: ", std::strerror(errno));
     KILN_CHECK(::close(fd) == 0, "save_safetensors: writing '", path, "' failed: ", std::strerror(errno));
   } catch (...) {
