@@ -320,7 +320,12 @@ Tensor Tensor::ge(const Tensor& o) const { return kiln::ge(*this, o); }
 Tensor Tensor::ge(const Scalar& o) const { return *this >= o; }
 Tensor Tensor::logical_not() const { return kiln::logical_not(*this); }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return kiln::masked_fill(*this, mask, v); }
-Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& v) const { return kiln::where(mask, v, *this); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& v) const {
+  KILN_CHECK(v.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got ", detail::shape_str(v),
+             " (input ", detail::shape_str(*this), ")");
+  KILN_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", detail::shape_str(mask));
+  return named(kiln::where(mask, v.to(dtype()), *this), "MaskedFillBackward1", {*this, v});
+}
 Tensor Tensor::where(const Tensor& cond, const Tensor& other) const { return kiln::where(cond, *this, other); }
 
 }  // namespace kiln

@@ -147,6 +147,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 Tensor one_hot(const Tensor& labels, int64_t num_classes) {
   KILN_CHECK(labels.dtype() == kLong, "one_hot: expected int64 labels, got ", detail::shape_str(labels));
   if (num_classes < 0) num_classes = labels.max().item<int64_t>() + 1;
+  // A label out of range throws, as in libtorch, where it gave a row of zeros (when the labels
+  // are computed already: checking pending ones would cost a flush).
+  check_index(labels, num_classes, "one_hot", labels);
   return (labels.unsqueeze(-1) == arange(num_classes)).to(kLong);
 }
 

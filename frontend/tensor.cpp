@@ -269,6 +269,12 @@ Tensor& Tensor::assign_(const Tensor& value_in) {
   const bool grad_mode = autograd::GradMode::is_enabled();
   KILN_CHECK(!(grad_mode && requires_grad() && is_leaf()),
              "in-place op: a leaf Variable that requires grad is being used in an in-place operation.");
+  for (int64_t d = 0; d < dim(); ++d)
+    KILN_CHECK(self.strides[size_t(d)] != 0 || self.sizes[size_t(d)] <= 1,
+               "in-place op: unsupported operation: more than one element of the written-to tensor refers to a "
+               "single memory location (",
+               detail::shape_str(*this), ", strides ", strides().vec(),
+               "). Please clone() the tensor before performing the operation.");
   Tensor value = value_in.to(dtype());
   if (value.sizes() != sizes()) {
     KILN_CHECK(value.dim() <= dim(), "in-place op: output with shape ", sizes().vec(),

@@ -369,3 +369,18 @@ TEST(Errors, BoolSubtractionIntegerNegativePowerAndFloatAlpha) {
   EXPECT_EQ(kiln::ones({1}).add(kiln::ones({1}), 0.5).item<float>(), 1.5f);
   EXPECT_EQ((li - 1).to_vector<int64_t>(), std::vector<int64_t>({0, 1}));
 }
+
+TEST(Errors, MaskedFillValueOneHotRangeAndWritesToExpandedMemory) {
+  const Tensor f = kiln::ones({3}), mask = kiln::tensor({true, false, true});
+  EXPECT_ERROR(f.masked_fill(mask, kiln::ones({3})), "masked_fill", "0-dimensional", "[3] float32");
+  EXPECT_EQ(f.masked_fill(mask, kiln::tensor(5.0f)).to_vector<float>(), std::vector<float>({5, 1, 5}));
+  EXPECT_ERROR(kiln::one_hot(kiln::tensor({0, 5}), 3), "one_hot", "index 5", "size 3");
+  EXPECT_ERROR(kiln::one_hot(kiln::tensor({-1}), 3), "one_hot", "index -1");
+  EXPECT_EQ(kiln::one_hot(kiln::tensor({2, 0}), 3).to_vector<int64_t>(), std::vector<int64_t>({0, 0, 1, 1, 0, 0}));
+  Tensor base = kiln::ones({1, 3});
+  Tensor wide = base.expand({2, 3});
+  EXPECT_ERROR(wide.add_(1), "in-place", "single memory location", "[2, 3] float32");
+  EXPECT_EQ(base.to_vector<float>(), std::vector<float>({1, 1, 1}));
+  wide.select(0, 0).add_(1);  // one row of it is an ordinary view
+  EXPECT_EQ(base.to_vector<float>(), std::vector<float>({2, 2, 2}));
+}
