@@ -163,9 +163,11 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
 // a sum of powers): there the gradient is 0, as libtorch's std and norm backward mask it, where
 // the root's own would be 0 * inf = NaN. The inner where keeps the root's derivative finite at
 // the elements the outer one drops.
+// s is never negative; s <= 0 rather than s == 0, because a one-element Halide kernel takes
+// NaN == 0 as true (the found-not-fixed note of the twenty-first session), and NaN must stay NaN.
 template <typename Root>
 Tensor root_with_zero_gradient_at_zero(const Tensor& s, Root root) {
-  const Tensor at_zero = s == 0;
+  const Tensor at_zero = s <= 0;
   return where(at_zero, 0.0, root(where(at_zero, 1.0, s)));
 }
 

@@ -69,11 +69,21 @@ Scalar Tensor::item() const {
 // would have run it), and the storage's value becomes that memory, an Input node of its own, so
 // that later ops read the writes instead of folding the constant or the expression it was made by
 // (`zeros({2})` filled through the pointer stayed zeros). Not an in-place op: no version bump.
+// Ops recorded later read the writes; so does one recorded between taking the pointer and
+// writing through it, when it runs (in libtorch it had run before the write).
 void* Tensor::data_ptr() const {
   tracer::flush();
   Storage& s = *impl().storage;
-  const BufferPtr buffer = tracer::materialize(s);
-  if (s.node->op != ir::Op::Input) {
+  BufferPtr buffer = tracer::materialize(s);
+  // Another storage (copy_ shares the source's node), the constant cache or a saved value may
+  // hold this node or its buffer: the writes are this storage's alone, so it takes a copy then.
+  if (s.node.use_count() > 1 || buffer.use_count() > 2) {
+    const size_t bytes = size_t(s.numel) * element_size(s.dtype);
+    BufferPtr own = make_buffer(bytes);
+    if (bytes > 0) std::memcpy(own->data(), buffer->data(), bytes);
+    buffer = std::move(own);
+  }
+  if (s.node->op != ir::Op::Input || s.node->result != buffer) {
     ir::Node n;
     n.op = ir::Op::Input;
     n.dtype = s.node->dtype;

@@ -588,3 +588,14 @@ TEST(Autograd, GradFnNames) {
 }
 
 }  // namespace
+
+// Under create_graph, .grad takes a copy of a gradient it does not own (sum's backward is an
+// expand of one element, whose in-place zeroing is refused), as libtorch's AccumulateGrad does.
+TEST(Autograd, CreateGraphGradientIsOwnedByGrad) {
+  Tensor v = kiln::ones({3}, kiln::requires_grad());
+  v.sum().backward({}, /*retain_graph=*/true, /*create_graph=*/true);
+  EXPECT_EQ(v.grad().to_vector<float>(), std::vector<float>({1, 1, 1}));
+  v.mutable_grad().zero_();
+  v.sum().backward();
+  EXPECT_EQ(v.grad().to_vector<float>(), std::vector<float>({1, 1, 1}));
+}

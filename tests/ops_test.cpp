@@ -870,3 +870,28 @@ TEST(OpsLibtorchParity, StdAndNormGradientsAtZero) {
   EXPECT_EQ(c.grad().to_vector<float>(), std::vector<float>({0, 0, 0}));
   EXPECT_EQ(c.std().item<float>(), 0.0f);
 }
+
+// std and norm test their result against 0 (see root_with_zero_gradient_at_zero): data with a
+// NaN gives NaN, not 0.
+TEST(OpsLibtorchParity, StdAndNormOfDataWithANaN) {
+  EXPECT_TRUE(std::isnan(kiln::tensor({std::nanf(""), 1.0f, 2.0f}).std().item<float>()));
+  EXPECT_TRUE(std::isnan(kiln::tensor({std::nanf(""), 1.0f}).norm().item<float>()));
+  EXPECT_TRUE(std::isnan(kiln::tensor({std::nanf(""), 1.0f}).norm(3).item<float>()));
+  EXPECT_TRUE(std::isnan(kiln::tensor({std::nanf(""), 1.0}, kiln::kDouble).std().item<double>()));
+}
+
+// copy_ shares the source's value: a write through the copy's pointer is the copy's alone.
+TEST(OpsLibtorchParity, WritesThroughDataPtrStayInTheirTensor) {
+  const Tensor source = kiln::tensor({1.0f, 2.0f, 3.0f});
+  Tensor copy = kiln::empty({3});
+  copy.copy_(source);
+  copy.data_ptr<float>()[0] = 100;
+  EXPECT_EQ(source.to_vector<float>(), std::vector<float>({1, 2, 3}));
+  EXPECT_EQ(copy.to_vector<float>(), std::vector<float>({100, 2, 3}));
+  const Tensor doubled = source * 2;
+  Tensor copy2 = kiln::empty({3});
+  copy2.copy_(doubled);
+  copy2.data_ptr<float>()[1] = -1;
+  EXPECT_EQ(doubled.to_vector<float>(), std::vector<float>({2, 4, 6}));
+  EXPECT_EQ((copy2 + 0).to_vector<float>(), std::vector<float>({2, -1, 6}));
+}
