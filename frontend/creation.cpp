@@ -27,13 +27,9 @@ Tensor finish(Tensor t, const TensorOptions& options) {
 // A tensor whose content is host data already computed (an Input node).
 template <typename F>
 Tensor from_host(IntArrayRef size, ScalarType dtype, F&& fill) {
-  ir::Node n;
-  n.op = ir::Op::Input;
-  n.dtype = dtype;
-  n.shape = size;
-  n.result = make_buffer(numel_of(n.shape) * element_size(dtype));
-  fill(n.result->data(), numel_of(n.shape));
-  return detail::wrap(tracer::record(std::move(n)));
+  BufferPtr buffer = make_buffer(numel_of(size) * element_size(dtype));
+  fill(buffer->data(), numel_of(size));
+  return detail::wrap(detail::record_input(size, dtype, std::move(buffer)));
 }
 
 template <typename Src>

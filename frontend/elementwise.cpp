@@ -206,11 +206,15 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap_scalar(b, a)); }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) { return where(cond, wrap_scalar(a, b), b); }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+// masked_fill's mask, with a scalar or a 0-d tensor value: bool, broadcasting to x's shape.
+static void check_fill_mask(const Tensor& x, const Tensor& mask) {
   KILN_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", detail::shape_str(mask));
   Shape s = broadcast(x, mask, "masked_fill");
   KILN_CHECK(IntArrayRef(s) == x.sizes(), "masked_fill: mask ", detail::shape_str(mask),
              " does not broadcast to the input's shape ", x.sizes().vec());
+}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  check_fill_mask(x, mask);
   return named(where(mask, detail::constant(value.toDouble(), x.dtype()), x), "MaskedFillBackward0", {x});
 }
 
@@ -323,7 +327,7 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return k
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& v) const {
   KILN_CHECK(v.dim() == 0, "masked_fill: only supports a 0-dimensional value tensor, but got ", detail::shape_str(v),
              " (input ", detail::shape_str(*this), ")");
-  KILN_CHECK(mask.dtype() == kBool, "masked_fill: expected a bool mask, got ", detail::shape_str(mask));
+  check_fill_mask(*this, mask);
   return named(kiln::where(mask, v.to(dtype()), *this), "MaskedFillBackward1", {*this, v});
 }
 Tensor Tensor::where(const Tensor& cond, const Tensor& other) const { return kiln::where(cond, *this, other); }

@@ -83,14 +83,8 @@ void* Tensor::data_ptr() const {
     if (bytes > 0) std::memcpy(own->data(), buffer->data(), bytes);
     buffer = std::move(own);
   }
-  if (s.node->op != ir::Op::Input || s.node->result != buffer) {
-    ir::Node n;
-    n.op = ir::Op::Input;
-    n.dtype = s.node->dtype;
-    n.shape = s.node->shape;
-    n.result = buffer;
-    s.node = tracer::record(std::move(n));
-  }
+  if (s.node->op != ir::Op::Input || s.node->result != buffer)
+    s.node = detail::record_input(s.node->shape, s.node->dtype, buffer);
   return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
 }
 const void* Tensor::const_data_ptr() const { return element_base(impl()); }

@@ -94,6 +94,15 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
 }
 
+ir::NodePtr record_input(Shape shape, ScalarType dtype, BufferPtr buffer) {
+  ir::Node n;
+  n.op = ir::Op::Input;
+  n.dtype = dtype;
+  n.shape = std::move(shape);
+  n.result = std::move(buffer);
+  return tracer::record(std::move(n));
+}
+
 int64_t wrap_existing_dim(const Tensor& t, int64_t dim, const char* op) {
   KILN_CHECK(t.dim() > 0, op, ": dimension specified as ", dim, " but tensor has no dimensions (input ", shape_str(t),
              ")");

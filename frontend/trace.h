@@ -79,6 +79,9 @@ const Tensor& constant(double value, ScalarType dtype);
 // A tensor sharing t's storage with another view (no autograd: see views.cpp).
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 
+// A recorded Input node: `buffer` holds its value, computed already (host data, a data_ptr).
+ir::NodePtr record_input(Shape shape, ScalarType dtype, BufferPtr buffer);
+
 // Zeros already in memory (an Input node), where zeros() is a lazy constant that folds into its
 // consumers. Optimizer state starts so: its first update then runs the kernels of every later one
 // instead of compiling its own.

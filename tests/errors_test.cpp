@@ -374,6 +374,8 @@ TEST(Errors, MaskedFillValueOneHotRangeAndWritesToExpandedMemory) {
   const Tensor f = kiln::ones({3}), mask = kiln::tensor({true, false, true});
   EXPECT_ERROR(f.masked_fill(mask, kiln::ones({3})), "masked_fill", "0-dimensional", "[3] float32");
   EXPECT_EQ(f.masked_fill(mask, kiln::tensor(5.0f)).to_vector<float>(), std::vector<float>({5, 1, 5}));
+  EXPECT_ERROR(f.masked_fill(kiln::ones({2, 3}, kiln::kBool), kiln::tensor(5.0f)), "masked_fill", "does not broadcast",
+               "[3]");
   EXPECT_ERROR(kiln::one_hot(kiln::tensor({0, 5}), 3), "one_hot", "index 5", "size 3");
   EXPECT_ERROR(kiln::one_hot(kiln::tensor({-1}), 3), "one_hot", "index -1");
   EXPECT_EQ(kiln::one_hot(kiln::tensor({2, 0}), 3).to_vector<int64_t>(), std::vector<int64_t>({0, 0, 1, 1, 0, 0}));
