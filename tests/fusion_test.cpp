@@ -597,6 +597,28 @@ TEST(Fusion, ComparisonsWithNaNMatchTheInterpreter) {
   }
 }
 
+// NaN == x is false and NaN != x true in every shape a kernel takes: a one-element kernel (a
+// scalar compare) gave NaN == 0 true, while vectors were right. Lengths 1 to 40 put NaN in whole
+// vectors, shifted tails and scalar loops; a row kernel's tail compares one element at a time.
+TEST(Fusion, EqualityWithNaNIsFalseInEveryShape) {
+  HalideBackend halide;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE((torch::tensor({NAN}) == 0).item<bool>());
+  EXPECT_TRUE((torch::tensor({NAN}) != 0).item<bool>());
+  EXPECT_FALSE((torch::tensor(nan) == 0.0).item<bool>());
+  for (auto dtype : {torch::kFloat, torch::kDouble})
+    for (int64_t n = 1; n <= 40; ++n) {
+      const auto [fused, reference] = fused_and_reference([&] {
+        auto x = torch::full({n}, nan, dtype) * 1.0, y = torch::arange(n, dtype);
+        auto rows = torch::full({3, n}, nan, dtype) + 0.0;
+        return values_of({x == 0, x != 0, x == y, x != y, x == x, (rows == 1).sum(1), (rows != 1).sum(1)});
+      });
+      for (size_t i = 0; i < fused.size(); ++i) ASSERT_EQ(fused[i], reference[i]) << n << " elements, value " << i;
+      ASSERT_EQ(reference[0], 0.0f);
+      ASSERT_EQ(reference[size_t(n)], 1.0f);
+    }
+}
+
 // NaN wins in maxima and minima of mixed precision: a reviewer's program (this data, in a process
 // of its own) got -inf for a float64 amax over a size-1 dim fused with float32 reductions while
 // NaN was tested with Halide's is_nan; with float64 NaN tested on the bits (codegen/halide/

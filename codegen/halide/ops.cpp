@@ -265,14 +265,19 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
       default: return const_false();
     }
   }
+  // Halide marks a float compare no-NaNs for LLVM even under strict_float (only float-typed
+  // expressions are made strict): a vector compare is right regardless, but a scalar == tests x86's
+  // zero flag alone, which NaN sets too (NaN == 0 was true in a one-element kernel). Compiled
+  // inside strict_float, the compare keeps its parity test; vectors compile as before.
+  auto unordered_safe = [&](Expr compare) { return is_float(a[0]) ? strict_float(compare) : compare; };
   // Halide's simplifier also rewrites a <= b as !(b < a), true where either is NaN: for floats,
   // NaN is tested on the bits, so that NaN compares false as in the interpreter (relu(NaN) was 0).
   auto ordered = [&](Expr compare) {
     return is_float(a[0]) ? compare && !(nan_bits(a[0]) || nan_bits(a[1])) : compare;
   };
   switch (n.op) {
-    case Op::Eq: return a[0] == a[1];
-    case Op::Ne: return a[0] != a[1];
+    case Op::Eq: return unordered_safe(a[0] == a[1]);
+    case Op::Ne: return unordered_safe(a[0] != a[1]);
     case Op::Lt: return a[0] < a[1];
     case Op::Le: return ordered(a[0] <= a[1]);
     case Op::Gt: return a[0] > a[1];
