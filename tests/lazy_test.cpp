@@ -301,6 +301,31 @@ TEST(Lazy, FlushFromAnotherThread) {
 // partitioned (and compiled) again. Found in review: nodes were numbered per thread. And the
 // worker's pending tensor, computed without being kept by the main thread's flush, stays valid
 // for the worker's next flush (it crashed compiling a node whose inputs had been dropped).
+// A training loop that never reads a value: each optimizer step ends its segment, so every step
+// flushes the same program (one partition, its kernels once), where cuts at the node cap fell
+// anywhere in a step and each new cut was a new partition and new kernels.
+TEST(Lazy, ALoopThatNeverReadsFlushesTheSameSegmentEveryStep) {
+  Mode mode(true, 700);  // a step records about 160 nodes: cap cuts would move through the steps
+  kiln::manual_seed(0);
+  kiln::nn::Linear fc1(6, 8), fc2(8, 3);
+  std::vector<Tensor> params = fc1->parameters();
+  for (const Tensor& p : fc2->parameters()) params.push_back(p);
+  kiln::optim::Adam adam(params, kiln::optim::AdamOptions(1e-2));
+  Tensor x = kiln::randn({16, 6}), y = kiln::tensor({0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0});
+  int64_t made_after_third = 0;
+  Tensor loss;
+  for (int step = 1; step <= 40; ++step) {
+    adam.zero_grad();
+    loss = kiln::nn::functional::cross_entropy(fc2(fc1(x).relu()), y);
+    loss.backward();
+    adam.step();
+    if (step == 3) made_after_third = kiln::fusion::partition_cache_counts().made;
+  }
+  EXPECT_EQ(kiln::fusion::partition_cache_counts().made, made_after_third);
+  EXPECT_EQ(kiln::stats().flushes, 40);
+  EXPECT_TRUE(std::isfinite(loss.item<float>()));
+}
+
 TEST(Lazy, StepsMixingThreadsReuseTheirPartition) {
   Mode mode(true);
   Tensor w = kiln::randn({4});

@@ -3,7 +3,11 @@
 //
 // A step is a handful of in-place ops per parameter under NoGradGuard. They are recorded lazily
 // like everything else, so a step lands in the same segment as the forward and backward passes
-// and fuses with them; no step ever reads a value (no item(), no branching on data).
+// and fuses with them; no step ever reads a value (no item(), no branching on data). A step ends
+// its segment (computes what is live, as a read would): a loop that never reads a value then
+// flushes the same segment every step, where segments cut at KILN_SEGMENT_CAP nodes began and
+// ended anywhere in a step, each cut a new structure to partition and compile (about 30 kernels
+// more every few hundred steps of an MLP).
 #pragma once
 #include <functional>
 #include <memory>
@@ -131,6 +135,7 @@ class Optimizer {
       for (auto& p : group.params())
         if (p.grad().defined()) update(p, options);
     }
+    sync();
   }
 
   std::vector<OptimizerParamGroup> param_groups_;
