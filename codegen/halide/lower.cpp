@@ -500,6 +500,7 @@ struct Accumulator {
     const int vec = native_lanes();
     std::vector<size_t> kept_dims, reduced_dims;
     for (size_t d = 0; d < rank; ++d) (k.reduced[d] ? reduced_dims : kept_dims).push_back(d);
+    const size_t outer_dim = reduced_dims.empty() ? 0 : reduced_dims.front();  // the outermost reduced
     bool numeric = true;
     for (int j : reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
     lanes = k.reduced.back() && numeric && !k.narrow_rows();
@@ -510,23 +511,23 @@ struct Accumulator {
     std::vector<Expr> lhs(vars.begin(), vars.end());
 
     // The reduced dims as an RDom, innermost first; in lanes, `inner` is the innermost one's range;
-    // `outer`, if given, dim 0's (a chunk of rows of a whole-domain reduction).
+    // `outer`, if given, the outermost reduced dim's (a chunk of rows, a block of columns' rows).
     auto reduced_domain = [&](Range inner, Range outer = Range()) {
       Region region;
       for (auto it = reduced_dims.rbegin(); it != reduced_dims.rend(); ++it)
         region.push_back(lanes && *it == rank - 1          ? inner
-                         : *it == 0 && outer.min.defined() ? outer
+                         : *it == outer_dim && outer.min.defined() ? outer
                          : k.window_extent(*it)            ? Range(0, int(k.window_extent(*it)))
                                                            : Range(0, L.extents[*it]));
       return RDom(region);
     };
     // The values the reducing nodes take at r (the innermost reduced coordinate given by `inner`;
-    // dim 0's offset by `first_row`).
+    // the outermost reduced dim's offset by `first_row`).
     auto values_at = [&](const RDom& r, Expr inner, Expr first_row = Expr()) {
       std::vector<Expr> coords(rank);
       for (size_t i = 0; i < kept_dims.size(); ++i) coords[kept_dims[i]] = vars[kept_dims.size() - 1 - i];
       for (size_t i = 0; i < reduced_dims.size(); ++i) coords[reduced_dims[i]] = r[int(reduced_dims.size() - 1 - i)];
-      if (first_row.defined()) coords[0] = coords[0] + first_row;
+      if (first_row.defined()) coords[outer_dim] = coords[outer_dim] + first_row;
       if (lanes) coords[rank - 1] = inner;
       Lowering::Context prologue = element_context(coords);
       std::vector<Expr> xs;
@@ -664,20 +665,21 @@ struct Accumulator {
         from.insert(from.end(), vars.begin(), vars.end());
       }
       combine_partials(from, r);
-    } else if (!k.reduced.back() && k.reduced[0] && floating_sums(k, reduces)) {
-      // Columns (the innermost dim kept, dim 0 reduced): partial(..., b) adds the rows of block b
-      // (kColumnBlock of dim 0), then acc adds the blocks. A float32 column added row after row
-      // drifts with its length (5000 rows of randn were 2.7e-4 off); in blocks, the error grows
-      // with the block and the number of blocks instead. Sums only: a product in blocks can meet
+    } else if (!k.reduced.back() && floating_sums(k, reduces)) {
+      // Columns (the innermost dim kept): partial(..., b) adds the rows of block b (kColumnBlock
+      // of the outermost reduced dim: dim 0 for a bias's gradient, a middle dim for sum(1) of a
+      // 3-D tensor), then acc adds the blocks. A float32 column added row after row drifts with
+      // its length (5000 rows of randn were 2.7e-4 off). Sums only: a product in blocks can meet
       // 0 * inf (a zero in one block, an overflow in another) where row after row gives 0.
       const Var& b = block;
+      const Expr outer_extent = L.extents[outer_dim];
       rows = reduced_domain(Range(), Range(0, kColumnBlock));
-      rows.where(b * kColumnBlock + rows[rows.dimensions() - 1] < L.extents[0]);
+      rows.where(b * kColumnBlock + rows[rows.dimensions() - 1] < outer_extent);
       std::vector<Var> p_lhs(vars.begin(), vars.end());
       p_lhs.push_back(b);
       define(partial, p_lhs, inits);
       define_update(partial, std::vector<Expr>(p_lhs.begin(), p_lhs.end()), values_at(rows, Expr(), b * kColumnBlock));
-      column_blocks = RDom(0, (L.extents[0] + kColumnBlock - 1) / kColumnBlock);
+      column_blocks = RDom(0, (outer_extent + kColumnBlock - 1) / kColumnBlock);
       std::vector<Expr> from(vars.begin(), vars.end());
       from.push_back(column_blocks.x);
       combine_partials(from, rows);
