@@ -204,7 +204,14 @@ Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
   // libtorch infers full's dtype from the value: bool, int64 or the default float.
   ScalarType t = o.has_dtype() ? o.dtype() : value.type() == kDouble ? kFloat : value.type();
-  return finish(detail::record(ir::Op::Const, {}, size.vec(), t, detail::Attrs{{}, value.toDouble()}), o);
+  KILN_CHECK(detail::converts_without_overflow(value, t), "full: value ", value.toDouble(),
+             " cannot be converted to type ", t, " without overflow (size ", size.vec(), ")");
+  ir::Node n;
+  n.op = ir::Op::Const;
+  n.dtype = t;
+  n.shape = size.vec();
+  detail::set_const_value(n, value);
+  return finish(detail::wrap(tracer::record(std::move(n))), o);
 }
 Tensor zeros(IntArrayRef size, const TensorOptions& o) { return full(size, 0.0, o.dtype(float_dtype(o))); }
 Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1.0, o.dtype(float_dtype(o))); }
@@ -220,15 +227,40 @@ Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
   return full(t.sizes(), v, o.has_dtype() ? o : o.dtype(t.dtype()));
 }
 
+namespace {
+// As libtorch computes an int64 arange: in int64, exact (through doubles, the values near 2^53 and
+// above came out rounded), from the bounds and step truncated to integers (a step of 1.5 is 1).
+Tensor arange_of_longs(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
+  for (const Scalar* bound : {&start, &end, &step})
+    KILN_CHECK(detail::converts_without_overflow(*bound, kLong), "arange: value ", bound->toDouble(),
+               " cannot be converted to type int64 without overflow (start ", start.toDouble(), ", end ",
+               end.toDouble(), ", step ", step.toDouble(), ")");
+  const int64_t s = start.toLong(), e = end.toLong(), st = step.toLong();
+  KILN_CHECK(st != 0, "arange: step must be nonzero (step ", step.toDouble(), " as int64)");
+  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+             "arange: upper bound and larger bound inconsistent with step sign (start ", s, ", end ", e, ", step ", st,
+             ")");
+  // In unsigned arithmetic, where the span from start to end always fits.
+  const uint64_t span = st > 0 ? uint64_t(e) - uint64_t(s) : uint64_t(s) - uint64_t(e);
+  const uint64_t stride = st > 0 ? uint64_t(st) : 0 - uint64_t(st);
+  const int64_t n = int64_t(span / stride + (span % stride != 0));
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = int64_t(uint64_t(s) + uint64_t(i) * uint64_t(st));
+  return from_values(v.data(), {n}, kLong, o);
+}
+}  // namespace
+
 Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end, 1, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& o) { return arange(start, end, 1, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
-  const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
-  KILN_CHECK(st != 0, "arange: step must be nonzero");
-  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign (start ",
-             s, ", end ", e, ", step ", st, ")");
   const bool integral = start.isIntegral(true) && end.isIntegral(true) && step.isIntegral(true);
   ScalarType t = o.has_dtype() ? o.dtype() : integral ? kLong : kFloat;
+  if (t == kLong) return arange_of_longs(start, end, step, o.dtype(t));
+  const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  KILN_CHECK(st != 0, "arange: step must be nonzero");
+  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+             "arange: upper bound and larger bound inconsistent with step sign (start ", s, ", end ", e, ", step ", st,
+             ")");
   const int64_t n = int64_t(std::ceil((e - s) / st));
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = s + double(i) * st;
