@@ -46,6 +46,10 @@ class Scalar {
   ScalarType type_ = kDouble;
 };
 
+// How clone lays out its result: Preserve keeps a dense input's strides (and the order of an
+// other input's dims), as libtorch's clone does by default.
+enum class MemoryFormat : uint8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
+
 enum class DeviceType : uint8_t { CPU };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 

@@ -398,3 +398,10 @@ TEST(Errors, Int64ValuesOutOfRange) {
   EXPECT_ERROR(kiln::arange(0, 5, 0.5, kiln::kLong), "arange", "step must be nonzero", "0.5");
   EXPECT_ERROR(kiln::arange(0, 1e30, 1, kiln::kLong), "arange", "1e+30", "int64");
 }
+
+TEST(Errors, CloneFormats) {
+  EXPECT_ERROR(kiln::ones({2, 3}).clone(kiln::MemoryFormat::ChannelsLast), "clone", "rank 4", "[2, 3] float32");
+  EXPECT_ERROR(kiln::ones({2, 3, 4, 5}).clone(kiln::MemoryFormat::ChannelsLast3d), "clone", "rank 5",
+               "[2, 3, 4, 5] float32");
+  EXPECT_ERROR(kiln::ones({2, 3}).contiguous(kiln::MemoryFormat::Preserve), "contiguous", "preserve", "[2, 3] float32");
+}

@@ -966,3 +966,39 @@ TEST(OpsLibtorchParity, Int64ScalarsStayExact) {
     EXPECT_EQ(kiln::full({1}, odd, kiln::kFloat).item<float>(), float(odd));
   });
 }
+
+// libtorch's clone keeps a dense, non-overlapping layout (MemoryFormat::Preserve), and gives any
+// other layout dense strides in the same order of dims; kiln's clone was always contiguous.
+TEST(OpsLibtorchParity, CloneKeepsTheLayout) {
+  in_every_mode([&] {
+    const Tensor m = kiln::arange(6, kiln::kFloat).reshape({2, 3});
+    const Tensor c = m.t().clone();
+    EXPECT_EQ(c.strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_FALSE(c.is_contiguous());
+    EXPECT_EQ(c.to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    EXPECT_EQ(m.t().clone(kiln::MemoryFormat::Preserve).strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(m.t().clone(kiln::MemoryFormat::Contiguous).strides().vec(), std::vector<int64_t>({2, 1}));
+    EXPECT_EQ(m.t().contiguous().strides().vec(), std::vector<int64_t>({2, 1}));
+    EXPECT_EQ(kiln::rand({2, 3, 4}).permute({2, 0, 1}).clone().strides().vec(), std::vector<int64_t>({1, 12, 4}));
+    EXPECT_EQ(kiln::rand({1, 3}).t().clone().strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(kiln::rand({2, 3, 4, 5}).clone(kiln::MemoryFormat::ChannelsLast).strides().vec(),
+              std::vector<int64_t>({60, 1, 15, 3}));
+    // Not dense: the order of the dims is kept, the gaps are not.
+    EXPECT_EQ(kiln::rand({4, 6}).slice(1, 0, 6, 2).clone().strides().vec(), std::vector<int64_t>({3, 1}));
+    EXPECT_EQ(kiln::rand({3, 1}).expand({3, 4}).clone().strides().vec(), std::vector<int64_t>({4, 1}));
+    const Tensor narrow = kiln::arange(24, kiln::kFloat).reshape({4, 6}).t().narrow(0, 1, 3);
+    EXPECT_EQ(narrow.clone().strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(narrow.clone().to_vector<float>(), narrow.to_vector<float>());
+    // The clone is a tensor of its own: written in place, reshaped, differentiated.
+    Tensor w = c.clone();
+    w.add_(1);
+    EXPECT_EQ(w.to_vector<float>(), std::vector<float>({1, 4, 2, 5, 3, 6}));
+    EXPECT_EQ(c.to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    EXPECT_EQ(c.reshape({6}).to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    const Tensor leaf = kiln::rand({2, 3}, kiln::requires_grad());
+    const Tensor lc = leaf.t().clone();
+    EXPECT_EQ(lc.grad_fn()->name(), "CloneBackward0");
+    (lc * kiln::arange(6, kiln::kFloat).reshape({3, 2})).sum().backward();
+    EXPECT_EQ(leaf.grad().to_vector<float>(), std::vector<float>({0, 2, 4, 1, 3, 5}));
+  });
+}
