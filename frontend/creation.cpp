@@ -333,25 +333,37 @@ Tensor randperm(int64_t n, const TensorOptions& o) {
 Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 
-Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
-  return from_blob(data, sizes, contiguous_strides(sizes.vec()), o);
-}
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) { return from_blob(data, sizes, Deleter(), o); }
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  return from_blob(data, sizes, strides, Deleter(), o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, const Deleter& deleter, const TensorOptions& o) {
+  return from_blob(data, sizes, contiguous_strides(sizes.vec()), deleter, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Deleter& deleter, const TensorOptions& o) {
   check_sizes(sizes, "from_blob");
   KILN_CHECK(strides.size() == sizes.size(), "from_blob: sizes ", sizes.vec(), " and strides ", strides.vec(),
              " differ in length");
-  ScalarType t = float_dtype(o);
-  const size_t es = element_size(t);
-  Tensor out = from_host(sizes, t, [&](void* dst, int64_t n) {
-    std::vector<int64_t> idx(sizes.size(), 0);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t off = 0;
-      for (size_t d = 0; d < sizes.size(); ++d) off += idx[d] * strides[d];
-      std::memcpy(static_cast<char*>(dst) + i * es, static_cast<const char*>(data) + off * es, es);
-      for (int d = int(sizes.size()) - 1; d >= 0 && ++idx[d] == sizes[d]; --d) idx[d] = 0;
-    }
-  });
-  return finish(out, o);
+  int64_t extent = numel_of(sizes.vec()) > 0 ? 1 : 0;  // elements from the first to the last one used
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    KILN_CHECK(strides[d] >= 0, "from_blob: negative stride ", strides[d], " (sizes ", sizes.vec(), ", strides ",
+               strides.vec(), ")");
+    if (extent > 0) extent += (sizes[d] - 1) * strides[d];
+  }
+  KILN_CHECK(data || extent == 0, "from_blob: data is null for sizes ", sizes.vec(), " and strides ", strides.vec());
+  const ScalarType t = float_dtype(o);
+  auto memory = std::make_shared<Buffer>(data, size_t(extent) * element_size(t), deleter);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = tracer::new_storage_over_memory(detail::record_input({extent}, t, std::move(memory)));
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = t;
+  return finish(Tensor(std::move(impl)), o);
+}
+
+Tensor detail::copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype) {
+  return from_host(sizes, dtype,
+                   [&](void* dst, int64_t n) { std::memcpy(dst, data, size_t(n) * element_size(dtype)); });
 }
 
 }  // namespace kiln

@@ -76,6 +76,8 @@ void* Tensor::data_ptr() const {
   tracer::flush();
   Storage& s = *impl().storage;
   BufferPtr buffer = tracer::materialize(s);
+  // Over the caller's memory (from_blob): that memory, as in libtorch; the flush wrote it.
+  if (s.memory && s.node == s.memory) return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
   // Another storage (copy_ shares the source's node), the constant cache or a saved value may
   // hold this node or its buffer: the writes are this storage's alone, so it takes a copy then.
   if (s.node.use_count() > 1 || buffer.use_count() > 2) {

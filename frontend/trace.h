@@ -90,6 +90,9 @@ Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 // A recorded Input node: `buffer` holds its value, computed already (host data, a data_ptr).
 ir::NodePtr record_input(Shape shape, ScalarType dtype, BufferPtr buffer);
 
+// A contiguous copy of `sizes` elements of host data (from_blob is the caller's memory itself).
+Tensor copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype);
+
 // Zeros already in memory (an Input node), where zeros() is a lazy constant that folds into its
 // consumers. Optimizer state starts so: its first update then runs the kernels of every later one
 // instead of compiling its own.

@@ -399,6 +399,14 @@ TEST(Errors, Int64ValuesOutOfRange) {
   EXPECT_ERROR(kiln::arange(0, 1e30, 1, kiln::kLong), "arange", "1e+30", "int64");
 }
 
+TEST(Errors, FromBlobLayouts) {
+  float buf[4] = {};
+  EXPECT_ERROR(kiln::from_blob(buf, {2, 2}, {-1, 1}), "from_blob", "negative stride", "[2, 2]", "[-1, 1]");
+  EXPECT_ERROR(kiln::from_blob(nullptr, {2, 2}), "from_blob", "null", "[2, 2]");
+  EXPECT_ERROR(kiln::from_blob(buf, {-2, 2}), "from_blob", "negative dimension -2", "[-2, 2]");
+  EXPECT_EQ(kiln::from_blob(nullptr, {0, 2}).numel(), 0);
+}
+
 TEST(Errors, CloneFormats) {
   EXPECT_ERROR(kiln::ones({2, 3}).clone(kiln::MemoryFormat::ChannelsLast), "clone", "rank 4", "[2, 3] float32");
   EXPECT_ERROR(kiln::ones({2, 3, 4, 5}).clone(kiln::MemoryFormat::ChannelsLast3d), "clone", "rank 5",

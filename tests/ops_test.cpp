@@ -277,8 +277,8 @@ TEST(OpsDtype, CreationValues) {
   EXPECT_SHAPE(kiln::empty({2, 3}), 2, 3);
   float data[] = {1, 2, 3, 4, 5, 6};
   Tensor blob = kiln::from_blob(data, {2, 3});
-  data[0] = 100;  // kiln copies (see ops.h)
-  EXPECT_EQ(vals(blob), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  data[0] = 100;  // the tensor is the memory, as libtorch's
+  EXPECT_EQ(vals(blob), (std::vector<double>{100, 2, 3, 4, 5, 6}));
   EXPECT_EQ(vals(kiln::from_blob(data + 1, {2, 2}, {3, 1})), (std::vector<double>{2, 3, 5, 6}));
   EXPECT_EQ(vals(kiln::one_hot(kiln::tensor({0, 2}), 3)), (std::vector<double>{1, 0, 0, 0, 0, 1}));
   EXPECT_EQ(kiln::one_hot(kiln::tensor({1, 3})).size(1), 4);
@@ -1000,5 +1000,80 @@ TEST(OpsLibtorchParity, CloneKeepsTheLayout) {
     EXPECT_EQ(lc.grad_fn()->name(), "CloneBackward0");
     (lc * kiln::arange(6, kiln::kFloat).reshape({3, 2})).sum().backward();
     EXPECT_EQ(leaf.grad().to_vector<float>(), std::vector<float>({0, 2, 4, 1, 3, 5}));
+  });
+}
+
+// from_blob copied the caller's buffer; libtorch's tensor is the buffer. kiln reads the memory
+// when a kernel runs, and an in-place write reaches it at the next flush (kiln::sync(), or reading
+// a value that needs computing).
+TEST(OpsLibtorchParity, FromBlobAliasesTheCallersMemory) {
+  in_every_mode([&] {
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    auto memory = [&] { return std::vector<float>(buf, buf + 6); };
+    Tensor t = kiln::from_blob(buf, {2, 3});
+    EXPECT_EQ(t.data_ptr(), static_cast<void*>(buf));
+    buf[0] = 10;
+    EXPECT_EQ(t[0][0].item<float>(), 10.0f);
+    EXPECT_EQ((t * 2).to_vector<float>(), std::vector<float>({20, 4, 6, 8, 10, 12}));
+    t.add_(1);
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>({11, 3, 4, 5, 6, 7}));
+    t[1].mul_(2);
+    EXPECT_EQ(t.sum().item<float>(), 54.0f);  // reading a pending value flushes: the memory is written
+    EXPECT_EQ(memory(), std::vector<float>({11, 3, 4, 10, 12, 14}));
+    buf[5] = 0;
+    EXPECT_EQ(t.sum().item<float>(), 40.0f);
+    // A strided tensor over the memory: only its elements are written.
+    Tensor columns = kiln::from_blob(buf, {3, 2}, {1, 3});
+    EXPECT_EQ(columns.to_vector<float>(), std::vector<float>({11, 10, 3, 12, 4, 0}));
+    columns.select(1, 0).zero_();
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>({0, 0, 0, 10, 12, 0}));
+    // A temporary's in-place write reaches the memory too.
+    kiln::from_blob(buf, {6}).fill_(1);
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>(6, 1.0f));
+    // Copies are not the memory: copy_ into another tensor, clone, and what was computed from a
+    // tensor over the memory after that tensor went (read when it went, or at once when eager).
+    Tensor copy = kiln::zeros({6});
+    copy.copy_(kiln::from_blob(buf, {6}));
+    const Tensor cloned = kiln::from_blob(buf, {6}).clone();
+    const Tensor doubled = kiln::from_blob(buf, {6}) * 2;
+    std::fill(buf, buf + 6, 100.0f);
+    EXPECT_EQ(copy.to_vector<float>(), std::vector<float>(6, 1.0f));
+    EXPECT_EQ(cloned.to_vector<float>(), std::vector<float>(6, 1.0f));
+    EXPECT_EQ(doubled.to_vector<float>(), std::vector<float>(6, 2.0f));
+  });
+}
+
+// As libtorch's, from_blob's deleter is called when the last tensor over the memory goes; kiln
+// first copies what lazy ops recorded over it still have to read.
+TEST(OpsLibtorchParity, FromBlobCallsItsDeleterWhenTheLastTensorGoes) {
+  in_every_mode([&] {
+    auto* values = new std::vector<float>{1, 2, 3, 4};
+    int deleted = 0;
+    Tensor t = kiln::from_blob(values->data(), {4}, [&](void* p) {
+      EXPECT_EQ(p, values->data());
+      ++deleted;
+      delete values;
+    });
+    Tensor view = t.view({2, 2});
+    const Tensor tripled = t * 3;
+    t = Tensor();
+    EXPECT_EQ(deleted, 0);
+    view = Tensor();
+    EXPECT_EQ(deleted, 1);
+    EXPECT_EQ(tripled.to_vector<float>(), std::vector<float>({3, 6, 9, 12}));
+    double weights[4] = {1, 2, 3, 4};
+    int released = 0;
+    {
+      Tensor w = kiln::from_blob(
+          weights, {2, 2}, {1, 2}, [&](void*) { ++released; }, kiln::TensorOptions(kiln::kDouble).requires_grad(true));
+      EXPECT_TRUE(w.requires_grad());
+      EXPECT_TRUE(w.is_leaf());
+      (w * w).sum().backward();
+      EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>({2, 6, 4, 8}));
+    }
+    EXPECT_EQ(released, 1);
   });
 }
