@@ -591,6 +591,7 @@ void compute(Node& n) {
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::Leaf: {
       KILN_CHECK(n.op == Op::Const, "interpreter: input node without data");
+      if (n.dtype == kLong) return store_longs(n, Longs(size_t(n.numel()), n.int_scalar));  // exact
       return store(n, Values(n.numel(), n.scalar));
     }
     case ir::OpKind::Unary: {

@@ -83,7 +83,8 @@ class AccumulateGrad final : public Node {
                           grads[0].is_contiguous() && in.offset == 0 && grads[0].numel() == in.storage->numel;
     Tensor incoming = GradMode::is_enabled() ? grads[0] : grads[0].detach();
     if (!g.defined()) {
-      g = unshared ? incoming : incoming.clone();  // under create_graph too, as libtorch (a stride-0 expand was kept)
+      // Under create_graph too, as libtorch (a stride-0 expand was kept).
+      g = unshared ? incoming : incoming.clone(MemoryFormat::Contiguous);
     } else if (!GradMode::is_enabled() && pending_zeros(g) && g.sizes() == incoming.sizes()) {
       g.copy_(incoming);  // zero_grad() then backward: .grad takes the gradient's node, no kernel
     } else if (GradMode::is_enabled()) {

@@ -204,7 +204,14 @@ Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
   // libtorch infers full's dtype from the value: bool, int64 or the default float.
   ScalarType t = o.has_dtype() ? o.dtype() : value.type() == kDouble ? kFloat : value.type();
-  return finish(detail::record(ir::Op::Const, {}, size.vec(), t, detail::Attrs{{}, value.toDouble()}), o);
+  KILN_CHECK(detail::converts_without_overflow(value, t), "full: value ", value.toDouble(),
+             " cannot be converted to type ", t, " without overflow (size ", size.vec(), ")");
+  ir::Node n;
+  n.op = ir::Op::Const;
+  n.dtype = t;
+  n.shape = size.vec();
+  detail::set_const_value(n, value);
+  return finish(detail::wrap(tracer::record(std::move(n))), o);
 }
 Tensor zeros(IntArrayRef size, const TensorOptions& o) { return full(size, 0.0, o.dtype(float_dtype(o))); }
 Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1.0, o.dtype(float_dtype(o))); }
@@ -220,15 +227,40 @@ Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
   return full(t.sizes(), v, o.has_dtype() ? o : o.dtype(t.dtype()));
 }
 
+namespace {
+// As libtorch computes an int64 arange: in int64, exact (through doubles, the values near 2^53 and
+// above came out rounded), from the bounds and step truncated to integers (a step of 1.5 is 1).
+Tensor arange_of_longs(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
+  for (const Scalar* bound : {&start, &end, &step})
+    KILN_CHECK(detail::converts_without_overflow(*bound, kLong), "arange: value ", bound->toDouble(),
+               " cannot be converted to type int64 without overflow (start ", start.toDouble(), ", end ",
+               end.toDouble(), ", step ", step.toDouble(), ")");
+  const int64_t s = start.toLong(), e = end.toLong(), st = step.toLong();
+  KILN_CHECK(st != 0, "arange: step must be nonzero (step ", step.toDouble(), " as int64)");
+  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+             "arange: upper bound and larger bound inconsistent with step sign (start ", s, ", end ", e, ", step ", st,
+             ")");
+  // In unsigned arithmetic, where the span from start to end always fits.
+  const uint64_t span = st > 0 ? uint64_t(e) - uint64_t(s) : uint64_t(s) - uint64_t(e);
+  const uint64_t stride = st > 0 ? uint64_t(st) : 0 - uint64_t(st);
+  const int64_t n = int64_t(span / stride + (span % stride != 0));
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = int64_t(uint64_t(s) + uint64_t(i) * uint64_t(st));
+  return from_values(v.data(), {n}, kLong, o);
+}
+}  // namespace
+
 Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end, 1, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& o) { return arange(start, end, 1, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
-  const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
-  KILN_CHECK(st != 0, "arange: step must be nonzero");
-  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange: upper bound and larger bound inconsistent with step sign (start ",
-             s, ", end ", e, ", step ", st, ")");
   const bool integral = start.isIntegral(true) && end.isIntegral(true) && step.isIntegral(true);
   ScalarType t = o.has_dtype() ? o.dtype() : integral ? kLong : kFloat;
+  if (t == kLong) return arange_of_longs(start, end, step, o.dtype(t));
+  const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
+  KILN_CHECK(st != 0, "arange: step must be nonzero");
+  KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+             "arange: upper bound and larger bound inconsistent with step sign (start ", s, ", end ", e, ", step ", st,
+             ")");
   const int64_t n = int64_t(std::ceil((e - s) / st));
   std::vector<double> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = s + double(i) * st;
@@ -301,25 +333,37 @@ Tensor randperm(int64_t n, const TensorOptions& o) {
 Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 
-Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
-  return from_blob(data, sizes, contiguous_strides(sizes.vec()), o);
-}
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) { return from_blob(data, sizes, Deleter(), o); }
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  return from_blob(data, sizes, strides, Deleter(), o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, const Deleter& deleter, const TensorOptions& o) {
+  return from_blob(data, sizes, contiguous_strides(sizes.vec()), deleter, o);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Deleter& deleter, const TensorOptions& o) {
   check_sizes(sizes, "from_blob");
   KILN_CHECK(strides.size() == sizes.size(), "from_blob: sizes ", sizes.vec(), " and strides ", strides.vec(),
              " differ in length");
-  ScalarType t = float_dtype(o);
-  const size_t es = element_size(t);
-  Tensor out = from_host(sizes, t, [&](void* dst, int64_t n) {
-    std::vector<int64_t> idx(sizes.size(), 0);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t off = 0;
-      for (size_t d = 0; d < sizes.size(); ++d) off += idx[d] * strides[d];
-      std::memcpy(static_cast<char*>(dst) + i * es, static_cast<const char*>(data) + off * es, es);
-      for (int d = int(sizes.size()) - 1; d >= 0 && ++idx[d] == sizes[d]; --d) idx[d] = 0;
-    }
-  });
-  return finish(out, o);
+  int64_t extent = numel_of(sizes.vec()) > 0 ? 1 : 0;  // elements from the first to the last one used
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    KILN_CHECK(strides[d] >= 0, "from_blob: negative stride ", strides[d], " (sizes ", sizes.vec(), ", strides ",
+               strides.vec(), ")");
+    if (extent > 0) extent += (sizes[d] - 1) * strides[d];
+  }
+  KILN_CHECK(data || extent == 0, "from_blob: data is null for sizes ", sizes.vec(), " and strides ", strides.vec());
+  const ScalarType t = float_dtype(o);
+  auto memory = std::make_shared<Buffer>(data, size_t(extent) * element_size(t), deleter);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = tracer::new_storage_over_memory(detail::record_input({extent}, t, std::move(memory)));
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = t;
+  return finish(Tensor(std::move(impl)), o);
+}
+
+Tensor detail::copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype) {
+  return from_host(sizes, dtype,
+                   [&](void* dst, int64_t n) { std::memcpy(dst, data, size_t(n) * element_size(dtype)); });
 }
 
 }  // namespace kiln

@@ -2,9 +2,11 @@
 // ops so that the backward pass is traced (and, with create_graph, differentiable again).
 #include "frontend/derivatives.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "frontend/ops.h"
 
@@ -312,6 +314,27 @@ Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs
     impl.strides = contiguous_strides(*sizes);
   }
   if (track) attach(out, d, inputs, attrs);
+  return out;
+}
+
+Tensor copy_with_strides(const Tensor& x, const Shape& strides) {
+  // The dims from the outermost in memory; for dims of size above 1 a dense layout's strides
+  // differ, and where a dim of size 1 goes changes no offset.
+  std::vector<int64_t> order(size_t(x.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  Shape in_memory_order, read_strides;
+  for (int64_t d : order) {
+    in_memory_order.push_back(x.sizes()[size_t(d)]);
+    read_strides.push_back(x.strides()[size_t(d)]);
+  }
+  const Derivative* d = tracked(ir::Op::Copy, {x}, x.dtype());
+  Tensor out =
+      record(ir::Op::Copy, {alias(x, in_memory_order, read_strides, x.storage_offset())}, in_memory_order, x.dtype());
+  TensorImpl& impl = *out.unsafeGetTensorImpl();
+  impl.sizes = x.sizes();
+  impl.strides = strides;
+  if (d) attach(out, d, {x}, {});  // the gradient is x's, in x's shape: the node reads x
   return out;
 }
 

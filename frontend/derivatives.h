@@ -51,6 +51,9 @@ Tensor primitive(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs
 // inputs; without one, the inputs are read through broadcast views and no expanded tensor is made
 // (a tiny op's largest saving).
 Tensor elementwise(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype);
+// A copy of `x` (a Copy, CloneBackward0) laid out with `strides`: dense strides of x's sizes, in
+// any order of dims. Its node copies x in that order, so that its output is the layout's memory.
+Tensor copy_with_strides(const Tensor& x, const Shape& strides);
 // A view of `self` (sharing storage) with the backward node of `kind`.
 Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64_t offset, Attrs attrs = {});
 // Names out's grad_fn as PyTorch names the op that made it, for ops kiln composes of primitives

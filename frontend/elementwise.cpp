@@ -45,7 +45,7 @@ Shape broadcast(const Tensor& a, const Tensor& b, const char* op) { return broad
 const Tensor& wrap_scalar(const Scalar& s, const Tensor& like) {
   ScalarType t = like.dtype();
   if (dtype_category(s.type()) > dtype_category(t)) t = s.type() == kDouble ? kFloat : kLong;
-  return detail::constant(s.toDouble(), t);
+  return detail::constant(s, t);
 }
 
 Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kFloat); }
@@ -85,7 +85,7 @@ Tensor scaled(const Tensor& a, const Tensor& b, const Scalar& alpha, const char*
 Scalar scaled(const Scalar& b, const Scalar& alpha) {
   if (alpha.toDouble() == 1.0) return b;
   if (b.isFloatingPoint() || alpha.isFloatingPoint()) return b.toDouble() * alpha.toDouble();
-  return b.toLong() * alpha.toLong();
+  return int64_t(uint64_t(b.toLong()) * uint64_t(alpha.toLong()));  // wrapping, as an int64 kernel would
 }
 
 }  // namespace
@@ -215,7 +215,9 @@ static void check_fill_mask(const Tensor& x, const Tensor& mask) {
 }
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_fill_mask(x, mask);
-  return named(where(mask, detail::constant(value.toDouble(), x.dtype()), x), "MaskedFillBackward0", {x});
+  KILN_CHECK(detail::converts_without_overflow(value, x.dtype()), "masked_fill: value ", value.toDouble(),
+             " cannot be converted to type ", x.dtype(), " without overflow (input ", detail::shape_str(x), ")");
+  return named(where(mask, detail::constant(value, x.dtype()), x), "MaskedFillBackward0", {x});
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) { return start + (end - start) * weight; }

@@ -56,7 +56,11 @@ Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
   return write(*this, kiln::clamp(before(*this), lo, hi), "clamp_");
 }
 Tensor& Tensor::zero_() { return fill_(0); }
-Tensor& Tensor::fill_(const Scalar& v) { return assign_(full({}, v, dtype())); }
+Tensor& Tensor::fill_(const Scalar& v) {
+  KILN_CHECK(detail::converts_without_overflow(v, dtype()), "fill_: value ", v.toDouble(),
+             " cannot be converted to type ", dtype(), " without overflow (self ", detail::shape_str(*this), ")");
+  return assign_(full({}, v, dtype()));
+}
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) { return assign_(kiln::masked_fill(before(*this), mask, v)); }
 Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, const Scalar& v) {
   return write(*this, kiln::addcmul(before(*this), a, b, v), "addcmul_");

@@ -52,9 +52,19 @@ Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& o = 
 Tensor empty_like(const Tensor& t, const TensorOptions& o = {});
 Tensor rand_like(const Tensor& t, const TensorOptions& o = {});
 Tensor randn_like(const Tensor& t, const TensorOptions& o = {});
-// Copies `data` (kiln owns its storage; libtorch would alias it).
+// A tensor that is the caller's memory, as libtorch's: kernels read it when they run, so they see
+// the caller's writes made before (an op recorded before a write may see it too, unlike in
+// libtorch, unless the program synced or read a value in between); an in-place op's result is in
+// the memory after the next flush (kiln::sync(), or reading a value that needs computing; at once
+// with KILN_LAZY=0), over what the caller wrote there since the op. The memory must stay valid
+// while a tensor over it lives; `deleter` is called when the last one goes (ops recorded over it
+// that have not run yet read a copy then).
+using Deleter = std::function<void(void*)>;
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o = {});
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o = {});
+Tensor from_blob(void* data, IntArrayRef sizes, const Deleter& deleter, const TensorOptions& o = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Deleter& deleter,
+                 const TensorOptions& o = {});
 void manual_seed(uint64_t seed);
 
 // --- elementwise ---

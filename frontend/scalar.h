@@ -7,19 +7,34 @@
 
 namespace kiln {
 
+// An integer keeps its int64 value as well as its nearest double: above 2^53 the double is not
+// the number (full({1}, (1LL << 53) + 1, kLong) held 2^53).
 class Scalar {
  public:
   Scalar() = default;
   template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
-  Scalar(T v) : value_(double(v)), type_(std::is_same_v<T, bool>          ? kBool
-                                         : std::is_integral_v<T> ? kLong
-                                                                 : kDouble) {}
+  Scalar(T v)
+      : value_(double(v)),
+        integer_(std::is_integral_v<T> ? int64_t(v) : 0),
+        type_(std::is_same_v<T, bool> ? kBool
+              : std::is_integral_v<T> ? kLong
+                                      : kDouble) {}
   double toDouble() const { return value_; }
-  float toFloat() const { return float(value_); }
-  int64_t toLong() const { return int64_t(value_); }
-  int64_t toInt() const { return int64_t(value_); }
+  float toFloat() const { return isFloatingPoint() ? float(value_) : float(integer_); }  // one rounding
+  int64_t toLong() const { return isFloatingPoint() ? int64_t(value_) : integer_; }
+  int64_t toInt() const { return toLong(); }
   bool toBool() const { return value_ != 0; }
-  template <typename T> T to() const { return static_cast<T>(value_); }
+  template <typename T>
+  T to() const {
+    if constexpr (std::is_same_v<T, bool>)
+      return toBool();
+    else if constexpr (std::is_integral_v<T>)
+      return static_cast<T>(toLong());
+    else if constexpr (std::is_same_v<T, float>)
+      return toFloat();
+    else
+      return static_cast<T>(value_);
+  }
   // The category the number came from: bool, integer or floating (as kDouble).
   ScalarType type() const { return type_; }
   bool isFloatingPoint() const { return type_ == kDouble; }
@@ -27,8 +42,13 @@ class Scalar {
 
  private:
   double value_ = 0;
+  int64_t integer_ = 0;  // the value of a bool or an integer
   ScalarType type_ = kDouble;
 };
+
+// How clone lays out its result: Preserve keeps a dense input's strides (and the order of an
+// other input's dims), as libtorch's clone does by default.
+enum class MemoryFormat : uint8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 
 enum class DeviceType : uint8_t { CPU };
 inline constexpr DeviceType kCPU = DeviceType::CPU;

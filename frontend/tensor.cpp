@@ -1,6 +1,7 @@
 // Tensor metadata, reading values, autograd accessors, conversions and the in-place path.
 #include "frontend/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "frontend/autograd.h"
@@ -75,6 +76,8 @@ void* Tensor::data_ptr() const {
   tracer::flush();
   Storage& s = *impl().storage;
   BufferPtr buffer = tracer::materialize(s);
+  // Over the caller's memory (from_blob): that memory, as in libtorch; the flush wrote it.
+  if (s.memory && s.node == s.memory) return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
   // Another storage (copy_ shares the source's node), the constant cache or a saved value may
   // hold this node or its buffer: the writes are this storage's alone, so it takes a copy then.
   if (s.node.use_count() > 1 || buffer.use_count() > 2) {
@@ -237,13 +240,95 @@ Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
   return o.has_dtype() ? to(o.dtype(), nb, copy) : (copy ? clone() : *this);
 }
 
-Tensor Tensor::clone() const { return detail::primitive(ir::Op::Copy, {*this}, impl().sizes, dtype()); }
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+namespace {
+// libtorch's is_non_overlapping_and_dense: some order of the dims of size above 1 makes the
+// strides contiguous.
+bool non_overlapping_and_dense(const Shape& sizes, const Shape& strides) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] >= 2) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// libtorch's infer_dense_strides: dense strides that order the dims as `strides` does (stride 0,
+// a broadcast, keeps a dim where it is; equal strides put the smaller size inside).
+Shape dense_strides_in_the_order_of(const Shape& sizes, const Shape& strides) {
+  const size_t rank = sizes.size();
+  std::vector<size_t> perm(rank);  // innermost first
+  for (size_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+  auto should_swap = [&](size_t a, size_t b) {  // 1: a goes outside b; -1: inside; 0: either
+    if (strides[a] == 0 || strides[b] == 0) return 0;
+    if (strides[a] != strides[b]) return strides[a] < strides[b] ? -1 : 1;
+    return sizes[a] > sizes[b] ? 1 : 0;
+  };
+  for (size_t i = 1; i < rank; ++i) {  // an insertion sort, stable, as libtorch's
+    size_t moving = i;
+    for (size_t j = 1; j <= i; ++j) {
+      const int comparison = should_swap(perm[i - j], perm[moving]);
+      if (comparison > 0) {
+        std::swap(perm[i - j], perm[moving]);
+        moving = i - j;
+      } else if (comparison < 0) {
+        break;
+      }
+    }
+  }
+  Shape out(rank);
+  int64_t stride = 1;
+  for (size_t d : perm) {
+    out[d] = stride;
+    if (sizes[d] > 1) stride *= sizes[d];
+  }
+  return out;
+}
+
+// The strides of a copy of `t` in `format` (for `op`: clone or contiguous).
+Shape strides_in_format(const Tensor& t, MemoryFormat format, const char* op) {
+  const Shape s = t.sizes(), strides = t.strides();
+  switch (format) {
+    case MemoryFormat::Contiguous: return contiguous_strides(s);
+    case MemoryFormat::Preserve:
+      return non_overlapping_and_dense(s, strides) ? strides : dense_strides_in_the_order_of(s, strides);
+    case MemoryFormat::ChannelsLast:
+      KILN_CHECK(s.size() == 4, op, ": required rank 4 tensor to use channels_last format (got ", detail::shape_str(t),
+                 ")");
+      return {s[2] * s[3] * s[1], 1, s[3] * s[1], s[1]};
+    case MemoryFormat::ChannelsLast3d:
+      KILN_CHECK(s.size() == 5, op, ": required rank 5 tensor to use channels_last_3d format (got ",
+                 detail::shape_str(t), ")");
+      return {s[2] * s[3] * s[4] * s[1], 1, s[3] * s[4] * s[1], s[4] * s[1], s[1]};
+  }
+  return contiguous_strides(s);
+}
+}  // namespace
+
+// As libtorch's: by default (Preserve) the copy keeps the layout of a dense input, transposed or
+// permuted; other inputs' copies are dense with their dims in the same order.
+Tensor Tensor::clone(std::optional<MemoryFormat> memory_format) const {
+  const Shape strides = strides_in_format(*this, memory_format.value_or(MemoryFormat::Preserve), "clone");
+  if (strides == contiguous_strides(impl().sizes))
+    return detail::primitive(ir::Op::Copy, {*this}, impl().sizes, dtype());
+  return detail::copy_with_strides(*this, strides);
+}
+Tensor Tensor::contiguous(MemoryFormat memory_format) const {
+  KILN_CHECK(memory_format != MemoryFormat::Preserve,
+             "contiguous: preserve memory format is unsupported by the contiguous operator (input ",
+             detail::shape_str(*this), ")");
+  if (memory_format == MemoryFormat::Contiguous) return is_contiguous() ? *this : clone(memory_format);
+  const Shape strides = strides_in_format(*this, memory_format, "contiguous");
+  return strides == impl().strides ? *this : clone(memory_format);
+}
 
 Tensor& Tensor::copy_(const Tensor& src, bool) {
   // A leaf source is copied through a node of its own, so that gradients reach it (CopyBackwards).
   const bool leaf_source = autograd::GradMode::is_enabled() && src.requires_grad() && src.is_leaf();
-  return assign_(leaf_source ? src.clone() : src);
+  return assign_(leaf_source ? src.clone(MemoryFormat::Contiguous) : src);
 }
 
 // Writing a value with history into a view (PyTorch's CopySlices): the base gets the new content

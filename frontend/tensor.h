@@ -104,8 +104,8 @@ class Tensor {
   Tensor to(const TensorOptions& o, bool non_blocking = false, bool copy = false) const;
   Tensor toType(ScalarType t) const { return to(t); }
   Tensor type_as(const Tensor& o) const { return to(o.dtype()); }
-  Tensor clone() const;
-  Tensor contiguous() const;
+  Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;  // nullopt: Preserve
+  Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
   Tensor cpu() const { return *this; }
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
 

@@ -41,7 +41,31 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
   return wrap(tracer::record(std::move(n)));
 }
 
-const Tensor& constant(double value, ScalarType dtype) {
+namespace {
+struct ConstValue {
+  double scalar;
+  int64_t int_scalar;
+};
+ConstValue const_value(const Scalar& value, ScalarType dtype) {
+  if (dtype == kLong) return {double(value.toLong()), value.toLong()};
+  if (dtype == kFloat && !value.isFloatingPoint()) return {double(value.toFloat()), 0};
+  return {value.toDouble(), 0};
+}
+}  // namespace
+
+void set_const_value(ir::Node& n, const Scalar& value) {
+  const ConstValue v = const_value(value, n.dtype);
+  n.scalar = v.scalar;
+  n.int_scalar = v.int_scalar;
+}
+
+bool converts_without_overflow(const Scalar& value, ScalarType dtype) {
+  constexpr double limit = 9223372036854775808.0;  // 2^63
+  const double v = value.toDouble();
+  return dtype != kLong || !value.isFloatingPoint() || (v >= -limit && v < limit);
+}
+
+const Tensor& constant(const Scalar& value, ScalarType dtype) {
   struct Recent {
     uint64_t bits = 0;
     ScalarType dtype = kFloat;
@@ -52,8 +76,12 @@ const Tensor& constant(double value, ScalarType dtype) {
   // The Tensors that new constants replaced, kept for kRetiredConstants more.
   thread_local std::array<std::unique_ptr<Tensor>, kRetiredConstants> retired;
   thread_local size_t next_retired = 0;
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
+  const ConstValue v = const_value(value, dtype);
+  uint64_t bits;  // what tells the value apart: an int64's own bits (its double may be another's)
+  if (dtype == kLong)
+    bits = uint64_t(v.int_scalar);
+  else
+    std::memcpy(&bits, &v.scalar, sizeof bits);
   Recent& slot = recent[((bits + uint64_t(dtype)) * 0x9e3779b97f4a7c15ull) >> 60];
   // Reused only as made (not written in place, not made to require grad), should an op have
   // handed it to the user. (Its node's result is not read here: a flush on another thread may be
@@ -64,7 +92,8 @@ const Tensor& constant(double value, ScalarType dtype) {
   ir::Node n;
   n.op = ir::Op::Const;
   n.dtype = dtype;
-  n.scalar = value;
+  n.scalar = v.scalar;
+  n.int_scalar = v.int_scalar;
   auto impl = pool::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->storage = pool::make_shared<Storage>();

@@ -74,13 +74,24 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
 // and stays valid while it makes fewer than kRetiredConstants new ones: for passing to an op
 // (a copy of a Tensor costs a locked instruction, and another when it dies), not for keeping.
 inline constexpr int kRetiredConstants = 64;
-const Tensor& constant(double value, ScalarType dtype);
+const Tensor& constant(const Scalar& value, ScalarType dtype);
+
+// Makes `n`, a Const of its dtype, hold `value` as the kernels will use it: an int64 exactly, and
+// an integer as float32 rounded once (through a double, 2^62 + 2^38 + 1 rounded twice).
+void set_const_value(ir::Node& n, const Scalar& value);
+// Whether `value` converts to `dtype`: a floating one into int64 must be in its range, not NaN (a
+// fill with it is an error in libtorch: "value cannot be converted to type int64_t without
+// overflow").
+bool converts_without_overflow(const Scalar& value, ScalarType dtype);
 
 // A tensor sharing t's storage with another view (no autograd: see views.cpp).
 Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 
 // A recorded Input node: `buffer` holds its value, computed already (host data, a data_ptr).
 ir::NodePtr record_input(Shape shape, ScalarType dtype, BufferPtr buffer);
+
+// A contiguous copy of `sizes` elements of host data (from_blob is the caller's memory itself).
+Tensor copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype);
 
 // Zeros already in memory (an Input node), where zeros() is a lazy constant that folds into its
 // consumers. Optimizer state starts so: its first update then runs the kernels of every later one

@@ -82,7 +82,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   Shape s = infer_shape(shape, numel(), "reshape", *this);
   if (auto st = view_strides(sizes().vec(), strides().vec(), s))
     return named(detail::view(*this, ViewKind::Reshape, s, *st, storage_offset()), "ReshapeAliasBackward0", {*this});
-  return named(clone().view(s), "UnsafeViewBackward0", {*this});
+  return named(clone(MemoryFormat::Contiguous).view(s), "UnsafeViewBackward0", {*this});
 }
 
 Tensor Tensor::t() const {

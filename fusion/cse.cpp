@@ -21,6 +21,7 @@ struct SameValueHash {
     uint64_t bits;
     std::memcpy(&bits, &n->scalar, sizeof bits);
     mix(bits);
+    mix(uint64_t(n->int_scalar));
     for (auto d : n->shape) mix(uint64_t(d));
     for (auto v : n->ints) mix(uint64_t(v) + 0x9e3779b97f4a7c15ull);
     for (const auto& in : n->inputs) {
@@ -34,7 +35,8 @@ struct SameValueHash {
 struct SameValue {
   bool operator()(const ir::Node* a, const ir::Node* b) const {
     if (a->op != b->op || a->dtype != b->dtype || std::memcmp(&a->scalar, &b->scalar, sizeof a->scalar) != 0 ||
-        a->shape != b->shape || a->ints != b->ints || a->inputs.size() != b->inputs.size())
+        a->int_scalar != b->int_scalar || a->shape != b->shape || a->ints != b->ints ||
+        a->inputs.size() != b->inputs.size())
       return false;
     for (size_t i = 0; i < a->inputs.size(); ++i) {
       const auto &x = a->inputs[i], &y = b->inputs[i];

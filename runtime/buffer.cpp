@@ -1,9 +1,11 @@
 #include "runtime/buffer.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "runtime/error.h"
@@ -35,29 +37,50 @@ Cache& cache() {
   return *c;
 }
 
-}  // namespace
-
-Buffer::Buffer(size_t bytes) : bytes_(bytes), capacity_(size_class(bytes)) {
+// A block of `capacity` bytes (a size class) for a buffer of `bytes`.
+void* allocate(size_t capacity, size_t bytes) {
   auto& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     // The block freed last, still warm in cache: a training step reuses its buffers in turn.
-    auto [first, last] = c.free_blocks.equal_range(capacity_);
+    auto [first, last] = c.free_blocks.equal_range(capacity);
     if (first != last) {
       auto it = std::prev(last);
-      data_ = it->second;
+      void* block = it->second;
       c.free_blocks.erase(it);
-      c.cached_bytes -= capacity_;
+      c.cached_bytes -= capacity;
       stats_add(&Stats::allocator_hits, 1);
-      return;
+      return block;
     }
   }
-  data_ = std::aligned_alloc(64, capacity_);
-  KILN_CHECK(data_, "allocator: out of memory allocating ", bytes, " bytes");
+  void* block = std::aligned_alloc(64, capacity);
+  KILN_CHECK(block, "allocator: out of memory allocating ", bytes, " bytes");
   stats_add(&Stats::allocator_mallocs, 1);
+  return block;
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t bytes) : data_(allocate(size_class(bytes), bytes)), bytes_(bytes), capacity_(size_class(bytes)) {}
+
+Buffer::Buffer(void* memory, size_t bytes, std::function<void(void*)> release)
+    : data_(memory), bytes_(bytes), capacity_(0), borrowed_(true), release_(std::move(release)) {}
+
+void Buffer::give_back() {
+  if (!borrowed_) return;
+  void* memory = data_;
+  capacity_ = size_class(bytes_);
+  data_ = allocate(capacity_, bytes_);
+  if (bytes_ > 0) std::memcpy(data_, memory, bytes_);
+  borrowed_ = false;
+  if (release_) std::exchange(release_, nullptr)(memory);
 }
 
 Buffer::~Buffer() {
+  if (borrowed_) {
+    if (release_) release_(data_);
+    return;
+  }
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.cached_bytes + capacity_ > Cache::kMaxCachedBytes) {

@@ -1,7 +1,9 @@
 // Host buffers from a caching allocator: freed blocks are kept by size class and reused, so a
 // training loop that allocates the same sizes every step stops calling malloc after the first.
+// A buffer may instead borrow the caller's memory (from_blob).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 namespace kiln {
@@ -9,17 +11,26 @@ namespace kiln {
 class Buffer {
  public:
   explicit Buffer(size_t bytes);
+  // The caller's memory, never freed here: `release` (may be empty) is called once the buffer
+  // gives it back (give_back, or when the buffer dies).
+  Buffer(void* memory, size_t bytes, std::function<void(void*)> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   template <typename T> T* as() const { return static_cast<T*>(data_); }
+  bool borrowed() const { return borrowed_; }
+  // Stops using the caller's memory: its bytes are copied into memory of the buffer's own first,
+  // so that whoever holds the buffer still reads them, and then it is released.
+  void give_back();
 
  private:
   void* data_;
   size_t bytes_;
   size_t capacity_;
+  bool borrowed_ = false;
+  std::function<void(void*)> release_;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -385,4 +386,30 @@ TEST(Errors, MaskedFillValueOneHotRangeAndWritesToExpandedMemory) {
   EXPECT_EQ(base.to_vector<float>(), std::vector<float>({1, 1, 1}));
   wide.select(0, 0).add_(1);  // one row of it is an ordinary view
   EXPECT_EQ(base.to_vector<float>(), std::vector<float>({2, 2, 2}));
+}
+
+// libtorch refuses such values too ("value cannot be converted to type int64_t without overflow").
+TEST(Errors, Int64ValuesOutOfRange) {
+  Tensor longs = kiln::zeros({2}, kiln::kLong);
+  EXPECT_ERROR(kiln::full({1}, 1e30, kiln::kLong), "full", "1e+30", "cannot be converted to type int64", "[1]");
+  EXPECT_ERROR(kiln::full({2}, std::nan(""), kiln::kLong), "full", "nan", "[2]");
+  EXPECT_ERROR(longs.fill_(-1e19), "fill_", "-1e+19", "[2] int64");
+  EXPECT_ERROR(longs.masked_fill(kiln::ones({2}, kiln::kBool), 1e19), "masked_fill", "1e+19", "[2] int64");
+  EXPECT_ERROR(kiln::arange(0, 5, 0.5, kiln::kLong), "arange", "step must be nonzero", "0.5");
+  EXPECT_ERROR(kiln::arange(0, 1e30, 1, kiln::kLong), "arange", "1e+30", "int64");
+}
+
+TEST(Errors, FromBlobLayouts) {
+  float buf[4] = {};
+  EXPECT_ERROR(kiln::from_blob(buf, {2, 2}, {-1, 1}), "from_blob", "negative stride", "[2, 2]", "[-1, 1]");
+  EXPECT_ERROR(kiln::from_blob(nullptr, {2, 2}), "from_blob", "null", "[2, 2]");
+  EXPECT_ERROR(kiln::from_blob(buf, {-2, 2}), "from_blob", "negative dimension -2", "[-2, 2]");
+  EXPECT_EQ(kiln::from_blob(nullptr, {0, 2}).numel(), 0);
+}
+
+TEST(Errors, CloneFormats) {
+  EXPECT_ERROR(kiln::ones({2, 3}).clone(kiln::MemoryFormat::ChannelsLast), "clone", "rank 4", "[2, 3] float32");
+  EXPECT_ERROR(kiln::ones({2, 3, 4, 5}).clone(kiln::MemoryFormat::ChannelsLast3d), "clone", "rank 5",
+               "[2, 3, 4, 5] float32");
+  EXPECT_ERROR(kiln::ones({2, 3}).contiguous(kiln::MemoryFormat::Preserve), "contiguous", "preserve", "[2, 3] float32");
 }

@@ -277,8 +277,8 @@ TEST(OpsDtype, CreationValues) {
   EXPECT_SHAPE(kiln::empty({2, 3}), 2, 3);
   float data[] = {1, 2, 3, 4, 5, 6};
   Tensor blob = kiln::from_blob(data, {2, 3});
-  data[0] = 100;  // kiln copies (see ops.h)
-  EXPECT_EQ(vals(blob), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  data[0] = 100;  // the tensor is the memory, as libtorch's
+  EXPECT_EQ(vals(blob), (std::vector<double>{100, 2, 3, 4, 5, 6}));
   EXPECT_EQ(vals(kiln::from_blob(data + 1, {2, 2}, {3, 1})), (std::vector<double>{2, 3, 5, 6}));
   EXPECT_EQ(vals(kiln::one_hot(kiln::tensor({0, 2}), 3)), (std::vector<double>{1, 0, 0, 0, 0, 1}));
   EXPECT_EQ(kiln::one_hot(kiln::tensor({1, 3})).size(1), 4);
@@ -894,4 +894,186 @@ TEST(OpsLibtorchParity, WritesThroughDataPtrStayInTheirTensor) {
   copy2.data_ptr<float>()[1] = -1;
   EXPECT_EQ(doubled.to_vector<float>(), std::vector<float>({2, 4, 6}));
   EXPECT_EQ((copy2 + 0).to_vector<float>(), std::vector<float>({2, -1, 6}));
+}
+
+namespace {
+// Runs `check` lazily on compiled kernels, eagerly (KILN_LAZY=0) and on the interpreter.
+template <typename Check>
+void in_every_mode(Check&& check) {
+  struct Restore {
+    bool lazy = kiln::is_lazy();
+    std::string backend = kiln::config().backend;
+    ~Restore() {
+      kiln::sync();
+      kiln::set_lazy(lazy);
+      kiln::config().backend = backend;
+    }
+  } restore;
+  const std::pair<bool, const char*> modes[] = {{true, "halide"}, {false, "halide"}, {true, "interp"}};
+  for (const auto& [lazy, backend] : modes) {
+    SCOPED_TRACE(std::string(lazy ? "lazy " : "eager ") + backend);
+    kiln::sync();
+    kiln::set_lazy(lazy);
+    kiln::config().backend = backend;
+    check();
+  }
+}
+}  // namespace
+
+// Scalars were doubles from the Scalar to the kernel's argument: an int64 above 2^53 lost its low
+// bits. libtorch 1.13 gives the values below for the same program.
+TEST(OpsLibtorchParity, Int64ScalarsStayExact) {
+  const int64_t big = (int64_t(1) << 53) + 1;  // no double holds it
+  in_every_mode([&] {
+    EXPECT_EQ(kiln::full({1}, big, kiln::kLong).item<int64_t>(), big);
+    EXPECT_EQ(kiln::full({2}, big).dtype(), kiln::kLong);
+    EXPECT_EQ(kiln::full({2}, big).to_vector<int64_t>(), std::vector<int64_t>({big, big}));
+    EXPECT_EQ(kiln::full({1}, big, kiln::kLong).item().toLong(), big);
+    const Tensor zeros = kiln::zeros({2}, kiln::kLong), ones = kiln::ones({1}, kiln::kLong);
+    EXPECT_EQ((zeros + big).to_vector<int64_t>(), std::vector<int64_t>({big, big}));
+    EXPECT_EQ(zeros.add(3, big)[0].item<int64_t>(), 27021597764222979);
+    EXPECT_EQ((ones * big).item<int64_t>(), big);
+    EXPECT_EQ((ones - big).item<int64_t>(), -9007199254740992);
+    EXPECT_EQ((big - ones).item<int64_t>(), 9007199254740992);
+    const Tensor x = kiln::full({1}, big, kiln::kLong);
+    EXPECT_FALSE((x == big - 1).item<bool>());
+    EXPECT_TRUE((x > big - 1).item<bool>());
+    EXPECT_EQ(kiln::full({1}, big + 4, kiln::kLong).clamp(std::nullopt, big).item<int64_t>(), big);
+    const Tensor all = kiln::ones({2}, kiln::kBool);
+    EXPECT_EQ(zeros.masked_fill(all, big).to_vector<int64_t>(), std::vector<int64_t>({big, big}));
+    EXPECT_EQ(kiln::where(all, big, zeros).to_vector<int64_t>(), std::vector<int64_t>({big, big}));
+    Tensor filled = kiln::zeros({2}, kiln::kLong);
+    filled.fill_(big);
+    EXPECT_EQ(filled.to_vector<int64_t>(), std::vector<int64_t>({big, big}));
+    // One kernel over data in memory, with two int64 constants.
+    const Tensor data = kiln::tensor({int64_t(1), int64_t(-2)});
+    EXPECT_EQ((data * 3 + big).to_vector<int64_t>(), std::vector<int64_t>({big + 3, big - 6}));
+    // arange counts in int64, from its bounds and step truncated to integers.
+    const Tensor near = kiln::arange(big - 2, big + 3);
+    EXPECT_EQ(near.dtype(), kiln::kLong);
+    EXPECT_EQ(near.to_vector<int64_t>(), std::vector<int64_t>({big - 2, big - 1, big, big + 1, big + 2}));
+    const int64_t s62 = int64_t(1) << 62, step = 1000000000000;
+    EXPECT_EQ(kiln::arange(s62, s62 + 3 * step, step).to_vector<int64_t>(),
+              std::vector<int64_t>({s62, s62 + step, s62 + 2 * step}));
+    EXPECT_EQ(kiln::arange(0, 4.5, 1, kiln::kLong).to_vector<int64_t>(), std::vector<int64_t>({0, 1, 2, 3}));
+    EXPECT_EQ(kiln::arange(0, 3, 1.5, kiln::kLong).to_vector<int64_t>(), std::vector<int64_t>({0, 1, 2}));
+    EXPECT_EQ(kiln::arange(-0.5, 3, 1, kiln::kLong).to_vector<int64_t>(), std::vector<int64_t>({0, 1, 2}));
+    EXPECT_EQ(kiln::arange(10, 0, -3, kiln::kLong).to_vector<int64_t>(), std::vector<int64_t>({10, 7, 4, 1}));
+    // An integer becomes a float32 in one rounding, as libtorch converts it: through a double,
+    // 2^62 + 2^38 + 1 rounded to 2^62 + 2^38 first and then, a tie, to 2^62.
+    const int64_t odd = (int64_t(1) << 62) + (int64_t(1) << 38) + 1;
+    EXPECT_EQ((kiln::zeros({1}) + odd).item<float>(), float(odd));
+    EXPECT_EQ(kiln::full({1}, odd, kiln::kFloat).item<float>(), float(odd));
+  });
+}
+
+// libtorch's clone keeps a dense, non-overlapping layout (MemoryFormat::Preserve), and gives any
+// other layout dense strides in the same order of dims; kiln's clone was always contiguous.
+TEST(OpsLibtorchParity, CloneKeepsTheLayout) {
+  in_every_mode([&] {
+    const Tensor m = kiln::arange(6, kiln::kFloat).reshape({2, 3});
+    const Tensor c = m.t().clone();
+    EXPECT_EQ(c.strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_FALSE(c.is_contiguous());
+    EXPECT_EQ(c.to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    EXPECT_EQ(m.t().clone(kiln::MemoryFormat::Preserve).strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(m.t().clone(kiln::MemoryFormat::Contiguous).strides().vec(), std::vector<int64_t>({2, 1}));
+    EXPECT_EQ(m.t().contiguous().strides().vec(), std::vector<int64_t>({2, 1}));
+    EXPECT_EQ(kiln::rand({2, 3, 4}).permute({2, 0, 1}).clone().strides().vec(), std::vector<int64_t>({1, 12, 4}));
+    EXPECT_EQ(kiln::rand({1, 3}).t().clone().strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(kiln::rand({2, 3, 4, 5}).clone(kiln::MemoryFormat::ChannelsLast).strides().vec(),
+              std::vector<int64_t>({60, 1, 15, 3}));
+    // Not dense: the order of the dims is kept, the gaps are not.
+    EXPECT_EQ(kiln::rand({4, 6}).slice(1, 0, 6, 2).clone().strides().vec(), std::vector<int64_t>({3, 1}));
+    EXPECT_EQ(kiln::rand({3, 1}).expand({3, 4}).clone().strides().vec(), std::vector<int64_t>({4, 1}));
+    const Tensor narrow = kiln::arange(24, kiln::kFloat).reshape({4, 6}).t().narrow(0, 1, 3);
+    EXPECT_EQ(narrow.clone().strides().vec(), std::vector<int64_t>({1, 3}));
+    EXPECT_EQ(narrow.clone().to_vector<float>(), narrow.to_vector<float>());
+    // The clone is a tensor of its own: written in place, reshaped, differentiated.
+    Tensor w = c.clone();
+    w.add_(1);
+    EXPECT_EQ(w.to_vector<float>(), std::vector<float>({1, 4, 2, 5, 3, 6}));
+    EXPECT_EQ(c.to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    EXPECT_EQ(c.reshape({6}).to_vector<float>(), std::vector<float>({0, 3, 1, 4, 2, 5}));
+    const Tensor leaf = kiln::rand({2, 3}, kiln::requires_grad());
+    const Tensor lc = leaf.t().clone();
+    EXPECT_EQ(lc.grad_fn()->name(), "CloneBackward0");
+    (lc * kiln::arange(6, kiln::kFloat).reshape({3, 2})).sum().backward();
+    EXPECT_EQ(leaf.grad().to_vector<float>(), std::vector<float>({0, 2, 4, 1, 3, 5}));
+  });
+}
+
+// from_blob copied the caller's buffer; libtorch's tensor is the buffer. kiln reads the memory
+// when a kernel runs, and an in-place write reaches it at the next flush (kiln::sync(), or reading
+// a value that needs computing).
+TEST(OpsLibtorchParity, FromBlobAliasesTheCallersMemory) {
+  in_every_mode([&] {
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    auto memory = [&] { return std::vector<float>(buf, buf + 6); };
+    Tensor t = kiln::from_blob(buf, {2, 3});
+    EXPECT_EQ(t.data_ptr(), static_cast<void*>(buf));
+    buf[0] = 10;
+    EXPECT_EQ(t[0][0].item<float>(), 10.0f);
+    EXPECT_EQ((t * 2).to_vector<float>(), std::vector<float>({20, 4, 6, 8, 10, 12}));
+    t.add_(1);
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>({11, 3, 4, 5, 6, 7}));
+    t[1].mul_(2);
+    EXPECT_EQ(t.sum().item<float>(), 54.0f);  // reading a pending value flushes: the memory is written
+    EXPECT_EQ(memory(), std::vector<float>({11, 3, 4, 10, 12, 14}));
+    buf[5] = 0;
+    EXPECT_EQ(t.sum().item<float>(), 40.0f);
+    // A strided tensor over the memory: only its elements are written.
+    Tensor columns = kiln::from_blob(buf, {3, 2}, {1, 3});
+    EXPECT_EQ(columns.to_vector<float>(), std::vector<float>({11, 10, 3, 12, 4, 0}));
+    columns.select(1, 0).zero_();
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>({0, 0, 0, 10, 12, 0}));
+    // A temporary's in-place write reaches the memory too.
+    kiln::from_blob(buf, {6}).fill_(1);
+    kiln::sync();
+    EXPECT_EQ(memory(), std::vector<float>(6, 1.0f));
+    // Copies are not the memory: copy_ into another tensor, clone, and what was computed from a
+    // tensor over the memory after that tensor went (read when it went, or at once when eager).
+    Tensor copy = kiln::zeros({6});
+    copy.copy_(kiln::from_blob(buf, {6}));
+    const Tensor cloned = kiln::from_blob(buf, {6}).clone();
+    const Tensor doubled = kiln::from_blob(buf, {6}) * 2;
+    std::fill(buf, buf + 6, 100.0f);
+    EXPECT_EQ(copy.to_vector<float>(), std::vector<float>(6, 1.0f));
+    EXPECT_EQ(cloned.to_vector<float>(), std::vector<float>(6, 1.0f));
+    EXPECT_EQ(doubled.to_vector<float>(), std::vector<float>(6, 2.0f));
+  });
+}
+
+// As libtorch's, from_blob's deleter is called when the last tensor over the memory goes; kiln
+// first copies what lazy ops recorded over it still have to read.
+TEST(OpsLibtorchParity, FromBlobCallsItsDeleterWhenTheLastTensorGoes) {
+  in_every_mode([&] {
+    auto* values = new std::vector<float>{1, 2, 3, 4};
+    int deleted = 0;
+    Tensor t = kiln::from_blob(values->data(), {4}, [&](void* p) {
+      EXPECT_EQ(p, values->data());
+      ++deleted;
+      delete values;
+    });
+    Tensor view = t.view({2, 2});
+    const Tensor tripled = t * 3;
+    t = Tensor();
+    EXPECT_EQ(deleted, 0);
+    view = Tensor();
+    EXPECT_EQ(deleted, 1);
+    EXPECT_EQ(tripled.to_vector<float>(), std::vector<float>({3, 6, 9, 12}));
+    double weights[4] = {1, 2, 3, 4};
+    int released = 0;
+    {
+      Tensor w = kiln::from_blob(
+          weights, {2, 2}, {1, 2}, [&](void*) { ++released; }, kiln::TensorOptions(kiln::kDouble).requires_grad(true));
+      EXPECT_TRUE(w.requires_grad());
+      EXPECT_TRUE(w.is_leaf());
+      (w * w).sum().backward();
+      EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>({2, 6, 4, 8}));
+    }
+    EXPECT_EQ(released, 1);
+  });
 }

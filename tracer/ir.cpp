@@ -51,7 +51,7 @@ std::string to_string(const Node& n) {
     os << (i ? ", " : "") << short_id(in.node.get()) << in.view.sizes;
   }
   if (!n.ints.empty()) os << (n.inputs.empty() ? "" : ", ") << "ints=" << n.ints;
-  if (n.op == Op::Const) os << n.scalar;
+  if (n.op == Op::Const) n.dtype == kLong ? os << n.int_scalar : os << n.scalar;
   os << ") : " << dtype_name(n.dtype) << n.shape;
   return os.str();
 }

@@ -49,7 +49,8 @@ struct Node {
   Shape shape;                  // the output is contiguous in this shape
   std::vector<Operand, pool::Allocator<Operand>> inputs;  // cleared once computed
   std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
-  double scalar = 0;            // Const's value
+  double scalar = 0;            // Const's value; an int64 Const's nearest double (see int_scalar)
+  int64_t int_scalar = 0;       // an int64 Const's value, exact (a double is not above 2^53)
   BufferPtr result;             // set once computed
   uint64_t seq = 0;             // order of recording (tracer::record): see fusion::make_plan
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -17,29 +18,72 @@ namespace {
 
 struct Segment {
   std::vector<std::weak_ptr<Storage>> pending;  // storages whose content may need computing
-  ir::RecordedNodes recorded;                   // every node recorded since the last flush
+  // Storages over the caller's memory written in place since the last flush, held until the
+  // flush copies their content into the memory (a temporary's write too).
+  std::vector<StoragePtr> memory_writes;
+  ir::RecordedNodes recorded;  // every node recorded since the last flush
   int64_t nodes_since_flush = 0;
 };
 thread_local Segment t_segment;
 
-// Flushes run one at a time: a tensor made on one thread may be read on another.
+// Flushes run one at a time: a tensor made on one thread may be read on another. Giving the
+// caller's memory back takes the lock too (a kernel may be reading it), on the flushing thread
+// without taking it again (a storage may die there).
 std::mutex g_flush_mutex;
+thread_local bool t_flushing = false;
+struct FlushLock {
+  std::unique_lock<std::mutex> lock{g_flush_mutex, std::defer_lock};
+  bool outer = !t_flushing;
+  FlushLock() {
+    if (outer) lock.lock();
+    t_flushing = true;
+  }
+  ~FlushLock() { t_flushing = !outer; }
+};
 
-void run(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr) {
-  if (roots.empty()) return;
-  std::lock_guard<std::mutex> lock(g_flush_mutex);
-  fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
-  if (plan.steps.empty()) return;
-  stats_add(&Stats::flushes, 1);
-  codegen::execute(plan);
+bool reads_callers_memory(const ir::Node& n) { return n.op == ir::Op::Input && n.result && n.result->borrowed(); }
+
+// Copies the storage's computed content into the caller's memory, which is its content again.
+void write_memory(Storage& s) {
+  if (s.node == s.memory || !s.node->computed()) return;
+  const void* from = s.node->result->data();
+  void* to = s.memory->result->data();
+  if (from != to) std::memcpy(to, from, size_t(s.numel) * element_size(s.dtype));
+  s.node = s.memory;
+}
+
+void run(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nullptr,
+         const std::vector<StoragePtr>& memory_writes = {}) {
+  if (roots.empty() && memory_writes.empty()) return;
+  FlushLock lock;
+  if (!roots.empty()) {
+    fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
+    if (!plan.steps.empty()) {
+      stats_add(&Stats::flushes, 1);
+      codegen::execute(plan);
+    }
+  }
+  for (const auto& s : memory_writes) write_memory(*s);
 }
 
 void flush_if_eager_or_full(const StoragePtr& s) {
   if (!config().lazy) {
-    materialize(*s);
+    s->memory ? flush() : void(materialize(*s));
   } else if (t_segment.nodes_since_flush >= config().segment_node_cap) {
     flush();
   }
+}
+
+// A node to make another storage's content from `node`: a copy of it where it reads the caller's
+// memory, whose later writes are that memory's alone.
+ir::NodePtr content_of_its_own(ir::NodePtr node) {
+  if (!reads_callers_memory(*node)) return node;
+  ir::Node copy;
+  copy.op = ir::Op::Copy;
+  copy.dtype = node->dtype;
+  copy.shape = node->shape;
+  copy.inputs.push_back(ir::Operand{node, ir::View{node->shape, contiguous_strides(node->shape), 0}});
+  return record(std::move(copy));
 }
 
 }  // namespace
@@ -73,7 +117,7 @@ StoragePtr new_storage(ir::NodePtr node) {
   auto s = pool::make_shared<Storage>();
   s->numel = node->numel();
   s->dtype = node->dtype;
-  s->node = std::move(node);
+  s->node = content_of_its_own(std::move(node));
   if (!s->node->computed()) {
     t_segment.pending.push_back(s);
     flush_if_eager_or_full(s);
@@ -81,12 +125,22 @@ StoragePtr new_storage(ir::NodePtr node) {
   return s;
 }
 
+StoragePtr new_storage_over_memory(ir::NodePtr input) {
+  auto s = pool::make_shared<Storage>();
+  s->numel = input->numel();
+  s->dtype = input->dtype;
+  s->node = input;
+  s->memory = std::move(input);
+  return s;
+}
+
 void set_content(const StoragePtr& s, ir::NodePtr node) {
-  s->node = std::move(node);
+  s->node = node == s->memory ? std::move(node) : content_of_its_own(std::move(node));
   ++s->version;
-  if (s->node->computed()) return;
-  t_segment.pending.push_back(s);
-  flush_if_eager_or_full(s);
+  if (s->memory && (t_segment.memory_writes.empty() || t_segment.memory_writes.back() != s))
+    t_segment.memory_writes.push_back(s);
+  if (!s->node->computed()) t_segment.pending.push_back(s);
+  if (!s->node->computed() || s->memory) flush_if_eager_or_full(s);
 }
 
 void flush() {
@@ -97,9 +151,11 @@ void flush() {
       if (!s->node->computed()) roots.push_back(s->node);
   seg.pending.clear();
   seg.nodes_since_flush = 0;
+  std::vector<StoragePtr> memory_writes;
+  memory_writes.swap(seg.memory_writes);
   ir::RecordedNodes recorded;
   recorded.swap(seg.recorded);  // what runs the plan may record more: into a new list
-  run(std::move(roots), &recorded);
+  run(std::move(roots), &recorded, memory_writes);
   recorded.clear();
   if (seg.recorded.empty()) seg.recorded.swap(recorded);  // keeps the capacity
 }
@@ -116,3 +172,16 @@ const BufferPtr& materialize(Storage& s) {
 }
 
 }  // namespace kiln::tracer
+
+namespace kiln {
+
+Storage::~Storage() {
+  if (!memory) return;
+  tracer::FlushLock lock;  // no kernel is reading the memory meanwhile
+  node.reset();
+  // Recorded ops that have not run yet read the memory: they get a copy of it. (Else the memory is
+  // given back as the Input node dies, with this storage.)
+  if (memory.use_count() > 1) memory->result->give_back();
+}
+
+}  // namespace kiln

@@ -2,6 +2,14 @@
 // version counter that in-place writes bump. An in-place op does not mutate a buffer; it records a
 // new node (a WriteView over the old content) and points the storage at it, so earlier recorded
 // readers keep seeing the old value and later ones the new.
+//
+// A storage over the caller's memory (from_blob) is that memory, as in libtorch: its content is an
+// Input node over a buffer borrowing it (`memory`), so kernels read the memory when they run,
+// after the caller's writes before them. An in-place write records a node as above, and the flush
+// that computes it copies its value into the memory and points the storage back at `memory`. No
+// other storage takes a node reading the memory as its content: it gets a copy (a Copy node). When
+// the storage dies, the memory is given back (from_blob's deleter is called), copied first if
+// recorded ops still read it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,6 +23,11 @@ struct Storage {
   int64_t numel = 0;
   ScalarType dtype = kFloat;
   uint32_t version = 0;
+  ir::NodePtr memory;  // over the caller's memory: its Input node, else null
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
 };
 using StoragePtr = std::shared_ptr<Storage>;
 
@@ -27,7 +40,10 @@ ir::NodePtr record(ir::Node&& node);
 // A storage whose content is `node`; tracked by the segment so that a flush computes it while
 // the storage is alive.
 StoragePtr new_storage(ir::NodePtr node);
-// Points an existing storage at new content (an in-place write) and bumps its version.
+// A storage that is the caller's memory: `input` is an Input node over a borrowed buffer.
+StoragePtr new_storage_over_memory(ir::NodePtr input);
+// Points an existing storage at new content (an in-place write) and bumps its version. A
+// storage over the caller's memory is written at the next flush (or at once, eagerly).
 void set_content(const StoragePtr& s, ir::NodePtr node);
 
 // Computes every pending value that a live storage of this thread's segment holds.

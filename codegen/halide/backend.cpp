@@ -163,7 +163,11 @@ class HalideBackend final : public Backend {
     buffers.reserve(k.reads.size() + k.outputs.size());
     std::vector<int32_t> ints;
     ints.reserve(k.domain.size() + k.reads.size() * (1 + k.domain.size()));
-    std::vector<double> consts;
+    union ConstArgument {  // a Const's value as arguments.h passes it
+      double floating;
+      int64_t integer;
+    };
+    std::vector<ConstArgument> consts;
     std::vector<void*> argv;
     // The order of arguments.h.
     for (const auto& r : k.reads) {
@@ -179,7 +183,13 @@ class HalideBackend final : public Backend {
     }
     for (auto& i : ints) argv.push_back(&i);
     for (const auto& kn : k.nodes)
-      if (kn.node->op == ir::Op::Const) consts.push_back(kn.node->scalar);
+      if (kn.node->op == ir::Op::Const) {
+        ConstArgument& c = consts.emplace_back();
+        if (kn.node->dtype == kLong)
+          c.integer = kn.node->int_scalar;
+        else
+          c.floating = kn.node->scalar;
+      }
     for (auto& c : consts) argv.push_back(&c);
     Shape row_extents;  // a Reduction's per-row outputs: the kept dims
     for (size_t d = 0; d < k.domain.size(); ++d)
@@ -297,6 +307,7 @@ class HalideBackend final : public Backend {
       copy->shape = n->shape;
       copy->ints = n->ints;
       copy->scalar = n->scalar;
+      copy->int_scalar = n->int_scalar;
       job.nodes.push_back(copy);
       return copy.get();
     };

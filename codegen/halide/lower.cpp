@@ -22,8 +22,7 @@ struct Lowering {
   std::vector<Param<int32_t>> extents;
   std::vector<Param<int32_t>> offsets;
   std::vector<std::map<size_t, Param<int32_t>>> strides;  // per read: dim -> param
-  std::vector<Param<double>> consts;
-  std::map<int, size_t> const_of;  // node index -> consts index
+  std::map<int, Expr> consts;  // node index -> its Const's value: a float64 Param, int64 for an int64 Const
   std::vector<Argument> arguments;
 
   explicit Lowering(const fusion::Kernel& kernel) : k(kernel) {
@@ -38,11 +37,21 @@ struct Lowering {
         if (stride_class(k.reads[r].strides[d]) == 's')
           strides[r].emplace(d, Param<int32_t>("stride" + std::to_string(r) + "_" + std::to_string(d)));
     }
-    for (size_t i = 0; i < k.nodes.size(); ++i)
-      if (k.nodes[i].node->op == Op::Const) {
-        const_of[int(i)] = consts.size();
-        consts.emplace_back("const" + std::to_string(i));
+    std::vector<Argument> const_arguments;
+    for (size_t i = 0; i < k.nodes.size(); ++i) {
+      const ir::Node& n = *k.nodes[i].node;
+      if (n.op != Op::Const) continue;
+      const std::string name = "const" + std::to_string(i);
+      if (n.dtype == kLong) {  // exact: a float64 is not above 2^53
+        Param<int64_t> p(name);
+        consts[int(i)] = p;
+        const_arguments.push_back(p);
+      } else {
+        Param<double> p(name);
+        consts[int(i)] = p;
+        const_arguments.push_back(p);
       }
+    }
     // The order of arguments/arguments.h.
     for (auto& in : inputs) arguments.push_back(in);
     for (auto& e : extents) arguments.push_back(e);
@@ -50,7 +59,7 @@ struct Lowering {
       arguments.push_back(offsets[r]);
       for (auto& [d, p] : strides[r]) arguments.push_back(p);
     }
-    for (auto& c : consts) arguments.push_back(c);
+    arguments.insert(arguments.end(), const_arguments.begin(), const_arguments.end());
     for (size_t i = 0; i < k.reads.size(); ++i) {
       // Inputs are read through computed indices: tell Halide their one dimension starts at 0.
       inputs[i].dim(0).set_min(0);
@@ -111,7 +120,7 @@ struct Lowering {
       FuncRef ref = stored->f(std::vector<Expr>(c.coords.rbegin(), c.coords.rend()));  // innermost first
       e = stored->index < 0 ? Expr(ref) : Expr(ref[stored->index]);
     } else if (n.op == Op::Const) {
-      e = convert(consts[const_of.at(i)], n.dtype);
+      e = convert(consts.at(i), n.dtype);
     } else if (ir::op_kind(n.op) == ir::OpKind::Reduce) {
       KILN_CHECK(c.reduced.count(i), "halide: a reduction read outside its epilogue");
       e = c.reduced.at(i);

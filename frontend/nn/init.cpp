@@ -26,11 +26,11 @@ Tensor fill_from_host(Tensor t, Fill&& fill) {
   if (t.dtype() == kFloat) {
     std::vector<float> host(n);
     fill(host.data(), n);
-    t.copy_(from_blob(host.data(), t.sizes(), kFloat));
+    t.copy_(kiln::detail::copy_of_host_data(host.data(), t.sizes(), kFloat));
   } else {
     std::vector<double> host(n);
     fill(host.data(), n);
-    t.copy_(from_blob(host.data(), t.sizes(), kDouble));
+    t.copy_(kiln::detail::copy_of_host_data(host.data(), t.sizes(), kDouble));
   }
   return t;
 }

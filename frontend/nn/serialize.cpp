@@ -17,6 +17,7 @@
 
 #include "frontend/autograd.h"
 #include "frontend/ops.h"
+#include "frontend/trace.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian data");
 
@@ -145,7 +146,8 @@ std::vector<To> widen(const std::vector<char>& bytes, To (*convert)(From)) {
 // A tensor of `stored`'s kiln dtype from its bytes on disk.
 Tensor tensor_from_bytes(std::vector<char>& bytes, const StoredDtype& stored, const std::vector<int64_t>& shape) {
   const std::string name = stored.name;
-  auto make = [&](void* data, ScalarType t) { return from_blob(data, shape, TensorOptions(t)); };
+  // A copy: the bytes are this function's.
+  auto make = [&](const void* data, ScalarType t) { return detail::copy_of_host_data(data, shape, t); };
   if (name == "F16")
     return make(widen<uint16_t, float>(bytes, [](uint16_t h) { return half_to_float(h); }).data(), kFloat);
   if (name == "BF16") {
