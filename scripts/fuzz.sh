@@ -35,7 +35,8 @@ for target in "${targets[@]}"; do
   echo "fuzzing $target for $seconds s (log: $run/log)"
   status=0
   "build-fuzz/tests/fuzz/fuzz_$target" "$run/corpus" -max_total_time="$seconds" -rss_limit_mb=2048 \
-    -malloc_limit_mb=512 -timeout=10 -artifact_prefix="$run/artifacts/" -print_final_stats=1 >"$run/log" 2>&1 ||
+    -malloc_limit_mb=512 -timeout=10 -dict="tests/fuzz/$target.dict" -artifact_prefix="$run/artifacts/" \
+    -print_final_stats=1 >"$run/log" 2>&1 ||
     status=$?
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run/log" | tail -1)
   findings=$(ls "$run/artifacts")

@@ -34,8 +34,8 @@ Bytes read_file(const std::filesystem::path& path) {
 Bytes mutate(const Bytes& original, const std::vector<Bytes>& others, std::mt19937_64& rng) {
   Bytes out = original;
   auto below = [&](size_t n) { return n == 0 ? size_t(0) : size_t(rng() % n); };
-  static const uint8_t kBytes[] = {0,   1,   0x7f, 0x80, 0xff, '0',  '9',  '-', '"',
-                                   '[', ']', '{',  '}',  ',',  '\n', 0x1f, 0x8b};
+  static const uint8_t kBytes[] = {0,   1,   0x7f, 0x80, 0xff, '0', '9',  '-',  '"', '/',
+                                   '.', '[', ']',  '{',  '}',  ',', '\n', 0x1f, 0x8b};
   // 2^31, 2^32 - 1, 2^32, 2^40, 2^63 - 1, 2^63, 2^64 - 1 and a few small ones.
   static const uint64_t kIntegers[] = {0,          1,          0x7f,       0xff,       1ull << 31, (1ull << 32) - 1,
                                        1ull << 32, 1ull << 40, ~0ull >> 1, 1ull << 63, ~0ull};
