@@ -1,17 +1,21 @@
 // The disk cache, across processes: each case runs this test binary again as a child process
 // (CacheChild.Workload) with its own KILN_CACHE_DIR, and the child checks what it compiled or
-// loaded, and that its results match the interpreter's.
+// loaded, and that its results match the interpreter's. Then damaged entries read in this process.
 #include <gtest/gtest.h>
+#include <kiln/torch.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-
-#include <kiln/torch.h>
+#include <sstream>
 
 #include "runtime/config.h"
+#include "runtime/disk_cache.h"
+#include "runtime/log.h"
 
 namespace fs = std::filesystem;
 
@@ -170,4 +174,127 @@ TEST(Cache, TwoProcessesFillOneFolder) {
   EXPECT_EQ(std::system(both.c_str()), 0);
   EXPECT_EQ(run_child(dir, "load"), 0);
   fs::remove_all(dir);
+}
+
+// --- damaged entries, read in this process ---
+
+namespace {
+
+// What kiln logs while one of these lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    kiln::log().sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = kiln::log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+std::string hex(uint64_t v) {
+  std::ostringstream os;
+  os << std::hex << v;
+  return os.str();
+}
+
+// A cache root of its own (KILN_CACHE_DIR) for each test.
+class CacheEntries : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const char* before = std::getenv("KILN_CACHE_DIR")) saved_ = before;
+    root_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    setenv("KILN_CACHE_DIR", root_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (saved_) {
+      setenv("KILN_CACHE_DIR", saved_->c_str(), 1);
+    } else {
+      unsetenv("KILN_CACHE_DIR");
+    }
+    fs::remove_all(root_);
+  }
+  // Where store() puts the sidecar of `key`.
+  static std::string meta_path(const kiln::DiskCache& cache, const std::string& key, const std::string& ext) {
+    return cache.dir() + "/" + hex(kiln::fnv1a64(key.data(), key.size())) + ext + ".meta";
+  }
+  static std::string read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string root_;
+  std::optional<std::string> saved_;
+};
+
+}  // namespace
+
+// A sidecar naming a file outside its entry (here, outside the cache folder) is corrupt, even when
+// size, checksum and key fit that file: it is neither loaded nor removed.
+TEST_F(CacheEntries, ASidecarNamingAnotherFileLeavesThatFileAlone) {
+  const kiln::DiskCache cache("flavour");
+  const std::string victim = root_ + "/victim.so", content = "not a kernel";
+  std::ofstream(victim) << content;
+  const std::string meta = meta_path(cache, "key", ".so");
+  for (const std::string& fnv : {hex(kiln::fnv1a64(content.data(), content.size())), std::string("0")}) {
+    std::ofstream(meta) << "file ../victim.so\nsize " << content.size() << "\nfnv " << fnv << "\nkey key";
+    LogCapture log;
+    EXPECT_FALSE(cache.find("key", ".so"));
+    EXPECT_EQ(read(victim), content);
+    EXPECT_FALSE(fs::exists(meta));
+    EXPECT_NE(log.text().find(meta + ": names the content file \"../victim.so\""), std::string::npos) << log.text();
+  }
+}
+
+// Each kind of damage is logged naming the file and what is wrong, and the entry is removed.
+TEST_F(CacheEntries, DamagedEntriesAreLoggedWithTheFileAndTheFault) {
+  const kiln::DiskCache cache("flavour");
+  const std::string content = "a kernel's bytes", meta = meta_path(cache, "key", ".so");
+  auto store = [&](const std::string& key = "key") {
+    const std::string file = cache.temp_path(".so");
+    std::ofstream(file) << content;
+    return cache.store(key, ".so", file);
+  };
+  // A content file is removed only where its sidecar proved to be this entry's.
+  auto expect_rebuilt = [&](const std::string& path, const std::vector<std::string>& parts,
+                            bool content_removed = true) {
+    LogCapture log;
+    EXPECT_FALSE(cache.find("key", ".so"));
+    for (const auto& part : parts) EXPECT_NE(log.text().find(part), std::string::npos) << log.text();
+    EXPECT_FALSE(fs::exists(meta));
+    EXPECT_EQ(fs::exists(path), !content_removed);
+  };
+
+  std::string path = store();
+  ASSERT_EQ(cache.find("key", ".so"), path);
+  std::ofstream(path) << "a kernel's bytez";
+  expect_rebuilt(path, {path + ": its checksum is ",
+                        "where its sidecar says " + hex(kiln::fnv1a64(content.data(), content.size()))});
+
+  path = store();
+  fs::resize_file(path, 4);
+  expect_rebuilt(path, {path + ": holds 4 bytes where its sidecar says 16"});
+
+  path = store();
+  fs::remove(path);
+  expect_rebuilt(path, {path + ": cannot open the file"});
+
+  // The entry of a key whose name collides with this one's.
+  path = store("another key");
+  fs::rename(meta_path(cache, "another key", ".so"), meta);
+  expect_rebuilt(path, {meta + ": is the entry of another key"});
+
+  path = store();
+  const std::string sidecar = read(meta);
+  std::ofstream(meta) << sidecar.substr(0, sidecar.find("size ")) + "size 016" + sidecar.substr(sidecar.find("\nfnv"));
+  expect_rebuilt(path, {meta + ": line 2 is \"size 016\", not \"size <bytes>\""}, false);
+
+  path = store();
+  std::ofstream(meta) << "file " + fs::path(path).filename().string() + "\n";
+  expect_rebuilt(path, {meta + ": ends before line 2, \"size <bytes>\""}, false);
 }

@@ -177,6 +177,30 @@ TEST_F(IdxFiles, TruncatedRawAndGzipFilesAreErrors) {
   EXPECT_THROW_WITH(kiln::data::read_idx(damaged), damaged + ": gzip file is corrupt (zlib: ");
 }
 
+// Dimensions whose product overflows are refused even where a 0 makes the data empty: numel() and
+// any strides taken from them would overflow.
+TEST_F(IdxFiles, DimensionsWhoseProductOverflowsAreErrorsEvenWithAZero) {
+  const std::string path = write_raw("overflow", idx_bytes(0x08, {0xffffffff, 0xffffffff, 0}, {}));
+  EXPECT_THROW_WITH(kiln::data::read_idx(path), path + ": dimensions [4294967295, 4294967295, 0] are too large");
+  const std::string fits = write_raw("fits", idx_bytes(0x08, {0, 0xffffffff, 0x7fffffff}, {}));
+  EXPECT_EQ(kiln::data::read_idx(fits).numel(), 0);
+}
+
+// gzip members one after another make one file, as gzip -d reads them; other bytes after the last
+// member are an error (zlib's gzread ignored them).
+TEST_F(IdxFiles, GzipMembersFollowOneAnotherAndNothingElseFollowsThem) {
+  const Bytes file = idx_bytes(0x08, {6}, {1, 2, 3, 4, 5, 6});
+  const std::string first = write_gzip("first.gz", Bytes(file.begin(), file.begin() + 7));
+  const std::string second = write_gzip("second.gz", Bytes(file.begin() + 7, file.end()));
+  std::ifstream a(first, std::ios::binary), b(second, std::ios::binary);
+  std::ofstream(dir_ + "/two-members.gz", std::ios::binary) << a.rdbuf() << b.rdbuf();
+  EXPECT_EQ(kiln::data::read_idx(dir_ + "/two-members.gz").data, Bytes({1, 2, 3, 4, 5, 6}));
+
+  const std::string trailing = write_gzip("trailing.gz", file);
+  std::ofstream(trailing, std::ios::binary | std::ios::app) << "garbage";
+  EXPECT_THROW_WITH(kiln::data::read_idx(trailing), trailing + ": 7 bytes after the gzip stream are not gzip data");
+}
+
 TEST_F(IdxFiles, FindIdxFilePrefersGzipAndNamesBothPathsWhenMissing) {
   write_raw("stem", idx_bytes(0x08, {1}, {1}));
   EXPECT_EQ(kiln::data::find_idx_file(dir_, "stem"), dir_ + "/stem");

@@ -307,6 +307,69 @@ TEST(Serialize, MalformedFilesNameThePath) {
   expect_error([&] { kiln::save(linear, nowhere); }, {"save_safetensors", nowhere});
 }
 
+// Shapes kiln cannot hold are errors naming the file: more dimensions than kiln has, and sizes whose
+// product overflows even where another size is 0 (no data then, but strides would overflow).
+TEST(Serialize, ShapesKilnCannotHoldNameThePath) {
+  TempDir dir;
+  const std::string bad = dir.file("bad.safetensors");
+  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})",
+                                     raw<float>({1})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "\"w\"", "9 dimensions", "at most 8"});
+  write_bytes(bad,
+              safetensors_bytes(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})", ""));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "\"w\"", "too large"});
+}
+
+// The tensors' data_offsets tile the data exactly, as the safetensors library requires: no bytes
+// shared (a header naming the same bytes for many tensors would allocate their total), none left over.
+TEST(Serialize, DataOffsetsMustTileTheData) {
+  TempDir dir;
+  const std::string bad = dir.file("bad.safetensors");
+  write_bytes(bad, safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                     R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                                     raw<float>({1, 2})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "\"b\"", "data_offsets [0, 8]", "overlap", "\"a\""});
+  write_bytes(bad, safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                     raw<float>({1, 2, 3})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "bytes [4, 8) of the data belong to no tensor"});
+  write_bytes(bad, safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", raw<float>({1, 2})));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "bytes [4, 8) of the data belong to no tensor"});
+
+  // Empty tensors take no bytes, wherever they are.
+  const std::string good = dir.file("good.safetensors");
+  write_bytes(good, safetensors_bytes(R"({"e":{"dtype":"F32","shape":[0,3],"data_offsets":[4,4]},)"
+                                      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                      raw<float>({1})));
+  const auto loaded = kiln::load_safetensors(good);
+  EXPECT_EQ(loaded["e"].sizes().vec(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(loaded["a"].to_vector<float>(), std::vector<float>{1});
+}
+
+// JSON nested deeper than the safetensors library's parser accepts (128 levels) is refused while
+// parsing; and a malformed entry is quoted in a message only in part, however large it is.
+TEST(Serialize, DeepOrLargeHeadersGiveShortErrors) {
+  TempDir dir;
+  const std::string bad = dir.file("bad.safetensors");
+  write_bytes(bad, safetensors_bytes("{\"w\":" + std::string(100000, '[') + std::string(100000, ']') + "}", ""));
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "nested deeper than 128 levels"});
+
+  write_bytes(bad, safetensors_bytes("{\"w\":[\"" + std::string(100000, 'x') + "\"]}", ""));
+  try {
+    kiln::load_safetensors(bad);
+    ADD_FAILURE() << "expected a kiln::Error";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 1000u);
+  }
+
+  // The safetensors library's limit on the header, 100 MB (checked before parsing: a sparse file).
+  const uint64_t length = 100000001;
+  write_bytes(bad, std::string(reinterpret_cast<const char*>(&length), 8));
+  fs::resize_file(bad, 8 + length);
+  expect_error([&] { kiln::load_safetensors(bad); }, {bad, "header length 100000001", "100000000"});
+}
+
 TEST(Serialize, AdamKeepsWorkingAfterLoad) {
   TempDir dir;
   const std::string path = dir.file("mlp.safetensors");

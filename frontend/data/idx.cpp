@@ -1,26 +1,26 @@
-// IDX reading through zlib: gzread reads gzip and raw files alike, so one path serves both; the
-// magic bytes are still checked so that messages can say which kind of file was truncated.
+// IDX reading: the whole file mapped, then parsed from memory (the code tests/fuzz/idx_fuzz.cpp
+// feeds), gzip inflated on the way with zlib. The magic bytes say which kind the file is, so that
+// messages can say which kind of file was truncated.
 #include "frontend/data/idx.h"
 
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <memory>
 
 #include "runtime/error.h"
+#include "runtime/mapped_file.h"
 
 namespace kiln::data {
 
 namespace {
 
 constexpr int kMaxIdxRank = 8;
-constexpr size_t kReadChunk = size_t(1) << 24;  // grow the buffer as bytes arrive, not as the header claims
+constexpr size_t kFirstChunk = size_t(1) << 16;  // the data grows from this as bytes arrive
 
 bool host_is_little_endian() {
   const uint16_t probe = 1;
@@ -29,51 +29,69 @@ bool host_is_little_endian() {
   return first == 1;
 }
 
-// An open gzFile that closes itself.
-struct GzCloser {
-  void operator()(gzFile_s* f) const { gzclose(f); }
-};
-using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
-
-// The first two bytes of a file (fewer if it is shorter), read without zlib.
-std::string leading_bytes(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  KILN_CHECK(f != nullptr, "read_idx: cannot open ", path, ": ", std::strerror(errno));
-  char bytes[2];
-  const size_t n = std::fread(bytes, 1, 2, f);
-  std::fclose(f);
-  return std::string(bytes, n);
-}
-
-// zlib's account of the last error, without the path it puts in front ("" when there is none).
-std::string zlib_error(gzFile file, const std::string& path) {
-  int code = Z_OK;
-  const char* why = gzerror(file, &code);
-  if (code == Z_OK) return "";
-  std::string text = why ? why : "unknown error";
-  if (text.rfind(path + ": ", 0) == 0) text.erase(0, path.size() + 2);
-  return text;
-}
-
-// What zlib says about a short read: "" for a plain end of file, else " (zlib: ...)".
-std::string zlib_note(gzFile file, const std::string& path) {
-  const std::string why = zlib_error(file, path);
-  return why.empty() ? why : " (zlib: " + why + ")";
-}
-
-// Reads up to `want` bytes into `dst`; returns how many came (fewer at the end of the file, or of a
-// cut-off gzip stream). A corrupt gzip stream throws, naming the file.
-size_t read_some(gzFile file, uint8_t* dst, size_t want, const std::string& path, const char* kind) {
-  size_t got = 0;
-  while (got < want) {
-    const unsigned ask = unsigned(std::min(want - got, kReadChunk));
-    const int n = gzread(file, dst + got, ask);
-    KILN_CHECK(n >= 0, "read_idx: ", path, ": ", kind, " file is corrupt", zlib_note(file, path));
-    if (n == 0) break;
-    got += size_t(n);
+// A file's bytes front to back: as they are, or inflated when the file is gzip (members one after
+// another, as gzip -d reads them).
+class IdxBytes {
+ public:
+  IdxBytes(std::string_view file, const std::string& path) : rest_(file), path_(path) {
+    gzip_ = file.size() >= 2 && uint8_t(file[0]) == 0x1f && uint8_t(file[1]) == 0x8b;
+    // 16 + MAX_WBITS: a gzip wrapper (header, CRC-32 and length checked), the largest window.
+    if (gzip_) KILN_CHECK(inflateInit2(&stream_, 16 + MAX_WBITS) == Z_OK, "read_idx: ", path, ": zlib cannot start");
   }
-  return got;
-}
+  ~IdxBytes() {
+    if (gzip_) inflateEnd(&stream_);
+  }
+  IdxBytes(const IdxBytes&) = delete;
+  IdxBytes& operator=(const IdxBytes&) = delete;
+
+  const char* kind() const { return gzip_ ? "gzip" : "raw"; }
+  // Why a read came short, for messages: "" at a plain end of the data.
+  const char* note() const { return cut_off_ ? " (the gzip stream is cut off)" : ""; }
+
+  // Copies up to `want` bytes to `dst`; fewer only at the end of the data. A corrupt gzip stream,
+  // or bytes after it that are not another gzip member, throw.
+  size_t read(uint8_t* dst, size_t want) {
+    if (!gzip_) {
+      const size_t n = std::min(want, rest_.size());
+      if (n > 0) std::memcpy(dst, rest_.data(), n);
+      rest_.remove_prefix(n);
+      return n;
+    }
+    size_t got = 0;
+    while (got < want && !cut_off_) {
+      if (member_ended_) {
+        if (rest_.empty()) break;
+        KILN_CHECK(rest_.size() >= 2 && uint8_t(rest_[0]) == 0x1f && uint8_t(rest_[1]) == 0x8b, "read_idx: ", path_,
+                   ": ", rest_.size(), " bytes after the gzip stream are not gzip data");
+        inflateReset(&stream_);
+        member_ended_ = false;
+      }
+      stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(rest_.data()));
+      stream_.avail_in = unsigned(std::min<size_t>(rest_.size(), UINT_MAX));
+      stream_.next_out = dst + got;
+      stream_.avail_out = unsigned(std::min<size_t>(want - got, UINT_MAX));
+      const unsigned in_before = stream_.avail_in, out_before = stream_.avail_out;
+      const int code = inflate(&stream_, Z_NO_FLUSH);
+      rest_.remove_prefix(in_before - stream_.avail_in);
+      got += out_before - stream_.avail_out;
+      if (code == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (code == Z_BUF_ERROR && rest_.empty()) {
+        cut_off_ = true;  // no progress possible: the input ran out inside the stream
+      } else {
+        KILN_CHECK(code == Z_OK, "read_idx: ", path_,
+                   ": gzip file is corrupt (zlib: ", stream_.msg ? stream_.msg : zError(code), ")");
+      }
+    }
+    return got;
+  }
+
+ private:
+  std::string_view rest_;  // the bytes not yet read (gzip: not yet inflated)
+  const std::string& path_;
+  bool gzip_ = false, member_ended_ = false, cut_off_ = false;
+  z_stream stream_ = {};
+};
 
 // "[60000, 28, 28]": written here, since kiln's own shape printer lives outside this file's
 // dependencies (standard library, zlib, runtime/error.h).
@@ -123,23 +141,15 @@ const char* idx_type_name(uint8_t type_code) {
   }
 }
 
-IdxArray read_idx(const std::string& path) {
-  // Existence first, so a missing file says so rather than failing inside zlib.
-  std::error_code ec;
-  KILN_CHECK(std::filesystem::exists(path, ec), "read_idx: ", path, ": no such file");
-  KILN_CHECK(!std::filesystem::is_directory(path, ec), "read_idx: ", path, ": is a directory, not an IDX file");
-  const std::string lead = leading_bytes(path);
-  const bool gzipped = lead.size() == 2 && uint8_t(lead[0]) == 0x1f && uint8_t(lead[1]) == 0x8b;
-  const char* kind = gzipped ? "gzip" : "raw";
-
-  GzFile file(gzopen(path.c_str(), "rb"));
-  KILN_CHECK(file != nullptr, "read_idx: cannot open ", path, ": ", std::strerror(errno));
+IdxArray parse_idx(std::string_view file, const std::string& path) {
+  IdxBytes bytes(file, path);
+  const char* kind = bytes.kind();
 
   // Header: two zero bytes, the type code, the rank; then one big-endian uint32 per dimension.
   uint8_t magic[4];
-  const size_t magic_read = read_some(file.get(), magic, 4, path, kind);
-  KILN_CHECK(magic_read == 4, "read_idx: ", path, ": ", kind, " file is too short for an IDX header (",
-             magic_read, " bytes)", zlib_note(file.get(), path));
+  const size_t magic_read = bytes.read(magic, 4);
+  KILN_CHECK(magic_read == 4, "read_idx: ", path, ": ", kind, " file is too short for an IDX header (", magic_read,
+             " bytes)", bytes.note());
   KILN_CHECK(magic[0] == 0 && magic[1] == 0, "read_idx: ", path, ": bad magic number 0x", std::hex, int(magic[0]),
              " 0x", int(magic[1]), std::dec, " (an IDX file starts with two zero bytes)");
   IdxArray out;
@@ -151,44 +161,55 @@ IdxArray read_idx(const std::string& path) {
   KILN_CHECK(rank >= 1 && rank <= kMaxIdxRank, "read_idx: ", path, ": rank ", rank, " is not supported (1 to ",
              kMaxIdxRank, ")");
 
-  std::vector<uint8_t> dim_bytes(size_t(rank) * 4);
-  const size_t dims_read = read_some(file.get(), dim_bytes.data(), dim_bytes.size(), path, kind);
-  KILN_CHECK(dims_read == dim_bytes.size(), "read_idx: ", path, ": ", kind, " file ends inside the header (",
-             rank, " dimensions need ", dim_bytes.size(), " bytes, got ", dims_read, ")", zlib_note(file.get(), path));
-  uint64_t expected_bytes = uint64_t(element_size);
+  uint8_t dim_bytes[4 * kMaxIdxRank];
+  const size_t dims_read = bytes.read(dim_bytes, size_t(rank) * 4);
+  KILN_CHECK(dims_read == size_t(rank) * 4, "read_idx: ", path, ": ", kind, " file ends inside the header (", rank,
+             " dimensions need ", rank * 4, " bytes, got ", dims_read, ")", bytes.note());
+  // The bytes, and the same product without the sizes that are 0: numel() and any strides taken
+  // from the dimensions must not overflow either, whatever the order of the product.
+  uint64_t expected_bytes = uint64_t(element_size), extent = uint64_t(element_size);
   bool overflow = false;
   for (int d = 0; d < rank; ++d) {
-    const uint32_t size = big_endian_u32(&dim_bytes[size_t(d) * 4]);
+    const uint32_t size = big_endian_u32(&dim_bytes[d * 4]);
     out.dims.push_back(int64_t(size));
-    if (size != 0 && expected_bytes > std::numeric_limits<uint64_t>::max() / size) overflow = true;
-    expected_bytes *= size;
+    expected_bytes *= size;  // at most extent, which is checked
+    if (size != 0) overflow |= __builtin_mul_overflow(extent, uint64_t(size), &extent);
   }
-  KILN_CHECK(!overflow && expected_bytes <= uint64_t(std::numeric_limits<int64_t>::max()), "read_idx: ", path,
-             ": dimensions ", dims_text(out.dims), " are too large");
+  KILN_CHECK(!overflow && extent <= uint64_t(std::numeric_limits<int64_t>::max()), "read_idx: ", path, ": dimensions ",
+             dims_text(out.dims), " are too large");
 
-  // Data: read in chunks, so a header claiming far more than the file holds fails without
-  // allocating what it claims.
+  // Data: the buffer grows with the bytes that arrive, at most doubling, so that a header claiming
+  // far more than the file holds fails without allocating what it claims.
   while (out.data.size() < expected_bytes) {
     const size_t have = out.data.size();
-    const size_t want = size_t(std::min<uint64_t>(expected_bytes - have, kReadChunk));
+    const size_t want = size_t(std::min<uint64_t>(expected_bytes - have, std::max(have, kFirstChunk)));
+    out.data.reserve(have + want);
     out.data.resize(have + want);
-    const size_t got = read_some(file.get(), out.data.data() + have, want, path, kind);
+    const size_t got = bytes.read(out.data.data() + have, want);
     KILN_CHECK(got == want, "read_idx: ", path, ": ", kind, " file is truncated: dimensions ", dims_text(out.dims),
                " of ", idx_type_name(out.type_code), " need ", expected_bytes, " data bytes, got ", have + got,
-               zlib_note(file.get(), path));
+               bytes.note());
   }
 
   // Anything after the data means the header does not describe the file.
   uint64_t extra = 0;
-  std::vector<uint8_t> scratch(1 << 16);
-  for (size_t n; (n = read_some(file.get(), scratch.data(), scratch.size(), path, kind)) > 0;) extra += n;
-  const std::string stream_note = zlib_note(file.get(), path);
-  KILN_CHECK(stream_note.empty(), "read_idx: ", path, ": ", kind, " file is truncated after its data", stream_note);
+  uint8_t scratch[1 << 14];
+  for (size_t n; (n = bytes.read(scratch, sizeof(scratch))) > 0;) extra += n;
+  KILN_CHECK(*bytes.note() == 0, "read_idx: ", path, ": ", kind, " file is truncated after its data", bytes.note());
   KILN_CHECK(extra == 0, "read_idx: ", path, ": ", extra, " extra bytes after the data of dimensions ",
              dims_text(out.dims), " of ", idx_type_name(out.type_code));
 
   if (element_size > 1 && host_is_little_endian()) swap_elements(out.data, element_size);
   return out;
+}
+
+IdxArray read_idx(const std::string& path) {
+  // Existence first, so that a missing file or a folder says so.
+  std::error_code ec;
+  KILN_CHECK(std::filesystem::exists(path, ec), "read_idx: ", path, ": no such file");
+  KILN_CHECK(!std::filesystem::is_directory(path, ec), "read_idx: ", path, ": is a directory, not an IDX file");
+  const MappedFile file(path, "read_idx: " + path + ": ");
+  return parse_idx(file.bytes(), path);
 }
 
 std::string fashion_mnist_dir() {

@@ -1,9 +1,11 @@
 // Reading IDX files (the format of MNIST and Fashion-MNIST), gzip-compressed or raw, and finding
-// Fashion-MNIST where Debian's dataset-fashion-mnist installs it. Standard library, zlib and
-// kiln::Error only: no tensors here, so a libtorch-only program can compile idx.cpp on its own.
+// Fashion-MNIST where Debian's dataset-fashion-mnist installs it. Standard library, zlib and the
+// header-only runtime/error.h and runtime/mapped_file.h only: no tensors here, so a libtorch-only
+// program can compile idx.cpp on its own.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::data {
@@ -35,10 +37,15 @@ struct IdxArray {
 int idx_element_size(uint8_t type_code);
 const char* idx_type_name(uint8_t type_code);
 
-// Reads an IDX file, gzip-compressed (detected by its magic bytes 0x1f 0x8b) or raw. Throws
-// kiln::Error naming the path and the fault: missing or unreadable file, bad magic, unknown type
-// code, rank 0 or above 8, fewer bytes than the dimensions say, or bytes after the data.
+// Reads an IDX file, gzip-compressed (detected by its magic bytes 0x1f 0x8b; members one after
+// another) or raw. Throws kiln::Error naming the path and the fault: missing or unreadable file,
+// bad magic, unknown type code, rank 0 or above 8, dimensions whose product (of those other than 0)
+// overflows, fewer bytes than the dimensions say, bytes after the data, or a corrupt gzip stream.
+// The data grows as bytes arrive: a file claiming more than it holds fails before allocating it.
 IdxArray read_idx(const std::string& path);
+// The parser behind read_idx, over a whole file's bytes in memory (raw or gzip); `path` names the
+// file in messages.
+IdxArray parse_idx(std::string_view file, const std::string& path);
 
 // Where Fashion-MNIST lives: $KILN_DATA_DIR if set, else /usr/share/datasets/fashion-mnist.
 std::string fashion_mnist_dir();

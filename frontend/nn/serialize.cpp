@@ -1,4 +1,5 @@
 // state_dict, load_state_dict and the safetensors reader and writer (nlohmann-json for the header).
+// The reader parses a mapped file from memory, the code tests/fuzz/safetensors_fuzz.cpp feeds.
 #include "frontend/nn/serialize.h"
 
 #include <fcntl.h>
@@ -10,14 +11,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "frontend/autograd.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
+#include "runtime/mapped_file.h"
+#include "runtime/shape.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian data");
 
@@ -133,7 +137,7 @@ float half_to_float(uint16_t h) {
 }
 
 template <typename From, typename To>
-std::vector<To> widen(const std::vector<char>& bytes, To (*convert)(From)) {
+std::vector<To> widen(std::string_view bytes, To (*convert)(From)) {
   std::vector<To> out(bytes.size() / sizeof(From));
   for (size_t i = 0; i < out.size(); ++i) {
     From v;
@@ -143,10 +147,10 @@ std::vector<To> widen(const std::vector<char>& bytes, To (*convert)(From)) {
   return out;
 }
 
-// A tensor of `stored`'s kiln dtype from its bytes on disk.
-Tensor tensor_from_bytes(std::vector<char>& bytes, const StoredDtype& stored, const std::vector<int64_t>& shape) {
+// A tensor of `stored`'s kiln dtype from its bytes in the file (any alignment: copied bytewise).
+Tensor tensor_from_bytes(std::string_view bytes, const StoredDtype& stored, const std::vector<int64_t>& shape) {
   const std::string name = stored.name;
-  // A copy: the bytes are this function's.
+  // A copy: the bytes are the mapped file's (read-only) or this function's.
   auto make = [&](const void* data, ScalarType t) { return detail::copy_of_host_data(data, shape, t); };
   if (name == "F16")
     return make(widen<uint16_t, float>(bytes, [](uint16_t h) { return half_to_float(h); }).data(), kFloat);
@@ -163,8 +167,8 @@ Tensor tensor_from_bytes(std::vector<char>& bytes, const StoredDtype& stored, co
   if (name == "I16") return make(widen<int16_t, int64_t>(bytes, [](int16_t x) { return int64_t(x); }).data(), kLong);
   if (name == "I8") return make(widen<int8_t, int64_t>(bytes, [](int8_t x) { return int64_t(x); }).data(), kLong);
   if (name == "U8") return make(widen<uint8_t, int64_t>(bytes, [](uint8_t x) { return int64_t(x); }).data(), kLong);
-  if (name == "BOOL")
-    for (auto& b : bytes) b = b != 0;  // kiln's bools are 0 or 1
+  if (name == "BOOL")  // kiln's bools are 0 or 1
+    return make(widen<uint8_t, uint8_t>(bytes, [](uint8_t b) { return uint8_t(b != 0); }).data(), kBool);
   return make(bytes.data(), stored.loads_as);
 }
 
@@ -232,87 +236,139 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const S
   }
 }
 
-StateDict load_safetensors(const std::string& path, SafetensorsMetadata* metadata) {
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100000000;  // the safetensors library's limit
+constexpr int kMaxJsonDepth = 128;               // serde_json's, which the safetensors library parses with
+
+// A JSON value for a message, cut to a few hundred characters: a malformed header may be megabytes.
+std::string excerpt(const Json& value) {
+  constexpr size_t kMaxChars = 200;
+  std::string text = value.dump();  // recursion bounded by kMaxJsonDepth
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return text;
+}
+
+// One tensor of the header, checked, before any is made.
+struct StoredTensor {
+  std::string name;
+  const StoredDtype* stored;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;  // in the data, which follows the header
+};
+
+StoredTensor stored_tensor(const std::string& name, const Json& entry, uint64_t data_size, const std::string& where) {
+  const std::string what = where + "tensor " + excerpt(name) + ": ";
+  KILN_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") && entry.contains("data_offsets"),
+             what, "expected an object with \"dtype\", \"shape\" and \"data_offsets\", got ", excerpt(entry));
+  const Json &dtype = entry["dtype"], &shape_json = entry["shape"], &offsets = entry["data_offsets"];
+
+  StoredTensor out{name, nullptr, {}, 0, 0};
+  KILN_CHECK(dtype.is_string(), what, "\"dtype\" is not a string");
+  for (const auto& d : kStoredDtypes)
+    if (dtype.get<std::string>() == d.name) out.stored = &d;
+  KILN_CHECK(out.stored, what, "unsupported dtype ", excerpt(dtype),
+             " (kiln reads F32, F64, I64, BOOL, and F16, BF16, I32, I16, I8, U8 widened)");
+
+  KILN_CHECK(shape_json.is_array(), what, "\"shape\" is not an array");
+  KILN_CHECK(shape_json.size() <= size_t(kMaxDims), what, "the shape ", excerpt(shape_json), " has ", shape_json.size(),
+             " dimensions; kiln holds at most ", kMaxDims);
+  // The bytes, and the product of the sizes other than 0 in the largest element kiln holds (8
+  // bytes): strides and sizes in bytes must not overflow either, even where a size 0 empties it.
+  uint64_t bytes = out.stored->size, extent = 8;
+  bool overflow = false;
+  for (const auto& d : shape_json) {
+    KILN_CHECK(d.is_number_unsigned(), what, "\"shape\" ", excerpt(shape_json), " holds ", excerpt(d), ", not a size");
+    const uint64_t size = d.get<uint64_t>();
+    overflow |= __builtin_mul_overflow(bytes, size, &bytes);
+    if (size != 0) overflow |= __builtin_mul_overflow(extent, size, &extent);
+    out.shape.push_back(int64_t(size));
+  }
+  KILN_CHECK(!overflow && extent <= uint64_t(INT64_MAX), what, "the shape ", excerpt(shape_json), " is too large");
+
+  KILN_CHECK(
+      offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+      what, "\"data_offsets\" is not a pair of offsets: ", excerpt(offsets));
+  out.begin = offsets[0].get<uint64_t>();
+  out.end = offsets[1].get<uint64_t>();
+  KILN_CHECK(out.begin <= out.end && out.end <= data_size, what, "data_offsets [", out.begin, ", ", out.end,
+             "] lie outside the data (", data_size, " bytes): the file is truncated or corrupt");
+  KILN_CHECK(out.end - out.begin == bytes, what, "data_offsets [", out.begin, ", ", out.end, "] hold ",
+             out.end - out.begin, " bytes, but dtype ", out.stored->name, " and shape ", out.shape, " need ", bytes);
+  return out;
+}
+
+// The tensors' bytes tile the data: none shared, none left over (as the safetensors library
+// requires). Shared bytes would let a small file make many large tensors.
+void check_tiling(const std::vector<StoredTensor>& tensors, uint64_t data_size, const std::string& where) {
+  std::vector<const StoredTensor*> by_offset;
+  for (const auto& t : tensors) by_offset.push_back(&t);
+  std::stable_sort(by_offset.begin(), by_offset.end(), [](const StoredTensor* a, const StoredTensor* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  uint64_t covered = 0;
+  const StoredTensor* last = nullptr;  // the tensor whose bytes end at `covered`
+  for (const StoredTensor* t : by_offset) {
+    KILN_CHECK(t->begin >= covered, where, "tensor ", excerpt(t->name), ": data_offsets [", t->begin, ", ", t->end,
+               "] overlap those of tensor ", excerpt(last->name), ", [", last->begin, ", ", last->end, "]");
+    KILN_CHECK(t->begin == covered, where, "bytes [", covered, ", ", t->begin, ") of the data belong to no tensor");
+    covered = t->end;
+    last = t;
+  }
+  KILN_CHECK(covered == data_size, where, "bytes [", covered, ", ", data_size, ") of the data belong to no tensor");
+}
+
+}  // namespace
+
+StateDict parse_safetensors(std::string_view file, const std::string& path, SafetensorsMetadata* metadata) {
   const std::string where = "load_safetensors: '" + path + "': ";
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  KILN_CHECK(in, where, "cannot open the file: ", std::strerror(errno));
-  const std::streamoff end = in.tellg();
-  KILN_CHECK(end >= 0, where, "cannot read the file");
-  const uint64_t file_size = uint64_t(end);
+  const uint64_t file_size = file.size();
   KILN_CHECK(file_size >= 8, where, "the file has ", file_size, " bytes, too few for a safetensors header");
 
   // The header: its length, then JSON.
   uint64_t n = 0;
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(&n), 8);
-  KILN_CHECK(in, where, "cannot read the header length");
+  std::memcpy(&n, file.data(), 8);
   KILN_CHECK(n <= file_size - 8, where, "the header length ", n, " is larger than the file (", file_size,
              " bytes): not a safetensors file, or a truncated one");
-  std::string text(n, '\0');
-  in.read(text.data(), std::streamsize(n));
-  KILN_CHECK(in, where, "cannot read the ", n, "-byte header");
+  KILN_CHECK(n <= kMaxHeaderBytes, where, "the header length ", n, " is larger than safetensors allows (",
+             kMaxHeaderBytes, " bytes)");
+  const std::string_view text = file.substr(8, n);
   Json header;
   try {
-    header = Json::parse(text);
+    header = Json::parse(text.begin(), text.end(), [&](int depth, Json::parse_event_t, Json&) {
+      KILN_CHECK(depth <= kMaxJsonDepth, where, "the header is nested deeper than ", kMaxJsonDepth, " levels");
+      return true;
+    });
   } catch (const Json::exception& e) {
     throw Error(where + "the header is not valid JSON (" + e.what() + ")");
   }
   KILN_CHECK(header.is_object(), where, "the header is not a JSON object");
 
-  const uint64_t buffer_begin = 8 + n, buffer_size = file_size - buffer_begin;
-  StateDict out("Tensor");
+  const uint64_t data_begin = 8 + n, data_size = file_size - data_begin;
+  std::vector<StoredTensor> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       KILN_CHECK(entry.is_object(), where, "\"__metadata__\" is not an object");
       for (const auto& [key, value] : entry.items()) {
-        KILN_CHECK(value.is_string(), where, "the metadata value of \"", key, "\" is not a string");
+        KILN_CHECK(value.is_string(), where, "the metadata value of ", excerpt(key), " is not a string");
         if (metadata) (*metadata)[key] = value.get<std::string>();
       }
       continue;
     }
-    const std::string what = where + "tensor \"" + name + "\": ";
-    KILN_CHECK(entry.is_object() && entry.contains("dtype") && entry.contains("shape") &&
-                   entry.contains("data_offsets"),
-               what, "expected an object with \"dtype\", \"shape\" and \"data_offsets\", got ", entry.dump());
-    const Json &dtype = entry["dtype"], &shape_json = entry["shape"], &offsets = entry["data_offsets"];
-
-    KILN_CHECK(dtype.is_string(), what, "\"dtype\" is not a string");
-    const StoredDtype* stored = nullptr;
-    for (const auto& d : kStoredDtypes)
-      if (dtype.get<std::string>() == d.name) stored = &d;
-    KILN_CHECK(stored, what, "unsupported dtype ", dtype.dump(),
-               " (kiln reads F32, F64, I64, BOOL, and F16, BF16, I32, I16, I8, U8 widened)");
-
-    // Elements and bytes, refusing sizes that overflow.
-    KILN_CHECK(shape_json.is_array(), what, "\"shape\" is not an array");
-    std::vector<int64_t> shape;
-    uint64_t bytes = stored->size;
-    bool overflow = false;
-    for (const auto& d : shape_json) {
-      KILN_CHECK(d.is_number_unsigned(), what, "\"shape\" ", shape_json.dump(), " holds ", d.dump(),
-                 ", not a size");
-      const uint64_t size = d.get<uint64_t>();
-      overflow |= size > uint64_t(INT64_MAX) || __builtin_mul_overflow(bytes, size, &bytes);
-      shape.push_back(int64_t(size));
-    }
-    KILN_CHECK(!overflow, what, "the shape ", shape_json.dump(), " is too large");
-
-    KILN_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                   offsets[1].is_number_unsigned(),
-               what, "\"data_offsets\" is not a pair of offsets: ", offsets.dump());
-    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    KILN_CHECK(begin <= end && end <= buffer_size, what, "data_offsets [", begin, ", ", end,
-               "] lie outside the data (", buffer_size, " bytes): the file is truncated or corrupt");
-    KILN_CHECK(end - begin == bytes, what, "data_offsets [", begin, ", ", end, "] hold ", end - begin,
-               " bytes, but dtype ", stored->name, " and shape ", shape, " need ", bytes);
-
-    std::vector<char> data(bytes);
-    in.seekg(std::streamoff(buffer_begin + begin));
-    in.read(data.data(), std::streamsize(bytes));
-    KILN_CHECK(in, what, "cannot read its ", bytes, " bytes");
-    out.insert(name, tensor_from_bytes(data, *stored, shape));
+    tensors.push_back(stored_tensor(name, entry, data_size, where));
   }
+  check_tiling(tensors, data_size, where);
+
+  StateDict out("Tensor");
+  const std::string_view data = file.substr(data_begin);
+  for (const auto& t : tensors)
+    out.insert(t.name, tensor_from_bytes(data.substr(t.begin, t.end - t.begin), *t.stored, t.shape));
   return out;
+}
+
+StateDict load_safetensors(const std::string& path, SafetensorsMetadata* metadata) {
+  const MappedFile file(path, "load_safetensors: '" + path + "': ");
+  return parse_safetensors(file.bytes(), path, metadata);
 }
 
 }  // namespace kiln

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "frontend/nn/module.h"
@@ -45,6 +46,12 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const S
 // "__metadata__". F32, F64, I64 and BOOL load as they are; F16 and BF16 widen to float32, and
 // I8, U8, I16, I32 to int64. Other dtypes, and a malformed file, throw kiln::Error naming the path.
 StateDict load_safetensors(const std::string& path, SafetensorsMetadata* metadata = nullptr);
+// The parser behind load_safetensors, over a whole file's bytes in memory; `path` names the file
+// in messages. Besides well-formed JSON (nested at most 128 levels) and a header of at most
+// 100 MB, it requires what the safetensors library does: the tensors' data_offsets tile the data,
+// no bytes shared and none left over; and what kiln holds: at most 8 dimensions, sizes whose
+// product in bytes fits int64_t.
+StateDict parse_safetensors(std::string_view file, const std::string& path, SafetensorsMetadata* metadata = nullptr);
 
 // Copies the values of `state` into the module's own tensors, in place and without autograd
 // (tensor.copy_ under NoGradGuard), so every handle to them, an optimizer's included, sees the
