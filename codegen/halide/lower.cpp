@@ -245,6 +245,7 @@ void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_ex
 // LayerNorm's backward row kernel (a value of 5 operations, read by a sum and the output) ran 270
 // us per step with it stored at 4, 208 us recomputed.
 constexpr int kStoreAbove = 8;
+constexpr int kCostCap = 1 << 20;  // any cost past kStoreAbove reads the same; two capped ones add up within int
 // Stored values come in levels, each a Func that reads the ones before. A pointwise kernel
 // computes its last kLevelsPerVector levels per vector, in registers (the benchmarks' deepest
 // kernel has 4); earlier ones each in a loop of its own over the domain, in memory. Halide's
@@ -287,7 +288,9 @@ struct SharedValues {
       cost[i] = ir::op_cost(n.op);
       for (int a : k.nodes[i].args) {
         if (fusion::is_read(a)) continue;
-        if (!store[a]) cost[i] += cost[a];
+        // Capped: counted once per use, a chain of values each read twice (a relu's compare and
+        // select) doubles its cost at each step, and overflowed int after ~30 (UBSan's finding).
+        if (!store[a]) cost[i] = std::min(cost[i] + cost[a], kCostCap);
         depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
       }
       store[i] = reached[i] >= 2 && cost[i] > kStoreAbove;
