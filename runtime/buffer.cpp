@@ -1,5 +1,7 @@
 #include "runtime/buffer.h"
 
+#include <sanitizer/asan_interface.h>
+
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -35,6 +37,13 @@ Cache& cache() {
   return *c;
 }
 
+// Under AddressSanitizer a cached block is poisoned, and so is a block's tail past the bytes
+// asked for, so that kiln's code reading a freed buffer or past a buffer's end is reported as it
+// would be for malloc's blocks (a block reused at once, or rounded up, would hide it). Elsewhere
+// these are no-ops.
+void poison(void* block, size_t bytes) { ASAN_POISON_MEMORY_REGION(block, bytes); }
+void unpoison(void* block, size_t bytes) { ASAN_UNPOISON_MEMORY_REGION(block, bytes); }
+
 }  // namespace
 
 Buffer::Buffer(size_t bytes) : bytes_(bytes), capacity_(size_class(bytes)) {
@@ -49,21 +58,25 @@ Buffer::Buffer(size_t bytes) : bytes_(bytes), capacity_(size_class(bytes)) {
       c.free_blocks.erase(it);
       c.cached_bytes -= capacity_;
       stats_add(&Stats::allocator_hits, 1);
+      unpoison(data_, bytes_);
       return;
     }
   }
   data_ = std::aligned_alloc(64, capacity_);
   KILN_CHECK(data_, "allocator: out of memory allocating ", bytes, " bytes");
   stats_add(&Stats::allocator_mallocs, 1);
+  poison(static_cast<char*>(data_) + bytes_, capacity_ - bytes_);
 }
 
 Buffer::~Buffer() {
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.cached_bytes + capacity_ > Cache::kMaxCachedBytes) {
+    unpoison(data_, capacity_);
     std::free(data_);
     return;
   }
+  poison(data_, capacity_);
   c.free_blocks.emplace(capacity_, data_);
   c.cached_bytes += capacity_;
 }
@@ -71,7 +84,10 @@ Buffer::~Buffer() {
 void empty_allocator_cache() {
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  for (auto& [size, ptr] : c.free_blocks) std::free(ptr);
+  for (auto& [size, ptr] : c.free_blocks) {
+    unpoison(ptr, size);
+    std::free(ptr);
+  }
   c.free_blocks.clear();
   c.cached_bytes = 0;
 }
