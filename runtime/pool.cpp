@@ -1,5 +1,7 @@
 #include "runtime/pool.h"
 
+#include <sanitizer/asan_interface.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -10,6 +12,12 @@ constexpr size_t kGranule = 64;  // classes of 64, 128, ... bytes
 constexpr size_t kClasses = 16;  // up to kLargest
 constexpr size_t kLargest = kGranule * kClasses;
 constexpr size_t kMaxBytesPerClass = 4u << 20;  // what one list keeps at most
+
+// Under AddressSanitizer a block waiting in a list is poisoned, its link included (unpoisoned
+// around each use), so that a use after free in kiln's code is reported as it would be for
+// malloc's blocks. Elsewhere these are no-ops.
+void poison(void* block, size_t c) { ASAN_POISON_MEMORY_REGION(block, (c + 1) * kGranule); }
+void unpoison(void* block, size_t c) { ASAN_UNPOISON_MEMORY_REGION(block, (c + 1) * kGranule); }
 
 struct Block {
   Block* next;
@@ -30,9 +38,10 @@ thread_local bool t_lists_gone = false;
 
 Lists::~Lists() {
   t_lists_gone = true;
-  for (auto& l : lists)
-    while (Block* b = l.head) {
-      l.head = b->next;
+  for (size_t c = 0; c < kClasses; ++c)
+    while (Block* b = lists[c].head) {
+      unpoison(b, c);
+      lists[c].head = b->next;
       std::free(b);
     }
 }
@@ -50,6 +59,7 @@ void* allocate(size_t bytes) {
   if (!t_lists_gone) {
     FreeList& l = t_lists.lists[c];
     if (Block* b = l.head) {
+      unpoison(b, c);
       l.head = b->next;
       // The next pop reads the next block's link and its caller writes the block: cache misses
       // each, in a chain for the links, once a flush has freed thousands of blocks. Asked for
@@ -73,6 +83,7 @@ void deallocate(void* p, size_t bytes) noexcept {
   if (l.count * (c + 1) * kGranule >= kMaxBytesPerClass) return std::free(p);
   l.head = new (p) Block{l.head};
   ++l.count;
+  poison(p, c);
 }
 
 }  // namespace kiln::pool

@@ -6,3 +6,4 @@ bash scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON -DKILN_BUILD_PERF=ON -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_CLI=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+bash scripts/sanitize.sh address --quick  # the unit tests again under ASan + UBSan (build-asan)

@@ -1,12 +1,16 @@
 // The pool of small blocks behind IR nodes and tensor handles: blocks are reused, may be freed on
-// another thread than the one that made them, and stay valid while a thread exits.
+// another thread than the one that made them, and stay valid while a thread exits. Under
+// AddressSanitizer, what it and the buffer allocator keep is poisoned.
+#include "runtime/pool.h"
+
 #include <gtest/gtest.h>
+#include <sanitizer/asan_interface.h>
 
 #include <cstring>
 #include <thread>
 #include <vector>
 
-#include "runtime/pool.h"
+#include "runtime/buffer.h"
 
 namespace {
 
@@ -54,6 +58,43 @@ TEST(Pool, SharedObjectsOutliveTheirThread) {
   ASSERT_EQ(kept->size(), 100u);
   EXPECT_EQ((*kept)[99], 7);
   kept.reset();  // freed here, into this thread's list
+}
+
+// A block waiting in a list is poisoned until it is handed out again (scripts/sanitize.sh).
+TEST(Pool, WaitingBlocksArePoisonedUnderAddressSanitizer) {
+#ifndef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+  void* a = allocate(100);
+  EXPECT_EQ(__asan_region_is_poisoned(a, 128), nullptr);
+  deallocate(a, 100);
+  EXPECT_EQ(__asan_region_is_poisoned(a, 128), a);
+  void* b = allocate(120);  // the same block
+  ASSERT_EQ(b, a);
+  EXPECT_EQ(__asan_region_is_poisoned(b, 128), nullptr);
+  deallocate(b, 120);
+#endif
+}
+
+// The buffer allocator's cached blocks are poisoned, and so is a block's tail past the bytes
+// asked for.
+TEST(Pool, CachedBuffersAndTailsArePoisonedUnderAddressSanitizer) {
+#ifndef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#else
+  char* data;
+  {
+    kiln::Buffer b(100);  // a 128-byte block
+    data = b.as<char>();
+    EXPECT_EQ(__asan_region_is_poisoned(data, 100), nullptr);
+    EXPECT_EQ(__asan_region_is_poisoned(data, 128), data + 100);
+  }
+  EXPECT_EQ(__asan_region_is_poisoned(data, 128), data);
+  kiln::Buffer again(120);  // the same block
+  ASSERT_EQ(again.as<char>(), data);
+  EXPECT_EQ(__asan_region_is_poisoned(data, 120), nullptr);
+  EXPECT_EQ(__asan_region_is_poisoned(data, 128), data + 120);
+#endif
 }
 
 }  // namespace

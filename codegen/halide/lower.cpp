@@ -254,6 +254,7 @@ void schedule_tiny_inner(Func f, const std::vector<Var>& vars, int e, Expr x1_ex
 // LayerNorm's backward row kernel (a value of 5 operations, read by a sum and the output) ran 270
 // us per step with it stored at 4, 208 us recomputed.
 constexpr int kStoreAbove = 8;
+constexpr int kCostCap = 1 << 20;  // any cost past kStoreAbove reads the same; two capped ones add up within int
 // Stored values come in levels, each a Func that reads the ones before. A pointwise kernel
 // computes its last kLevelsPerVector levels per vector, in registers (the benchmarks' deepest
 // kernel has 4); earlier ones each in a loop of its own over the domain, in memory. Halide's
@@ -296,7 +297,9 @@ struct SharedValues {
       cost[i] = ir::op_cost(n.op);
       for (int a : k.nodes[i].args) {
         if (fusion::is_read(a)) continue;
-        if (!store[a]) cost[i] += cost[a];
+        // Capped: counted once per use, a chain of values each read twice (a relu's compare and
+        // select) doubles its cost at each step, and overflowed int after ~30 (UBSan's finding).
+        if (!store[a]) cost[i] = std::min(cost[i] + cost[a], kCostCap);
         depth[i] = std::max(depth[i], depth[a] + (store[a] ? 1 : 0));
       }
       store[i] = reached[i] >= 2 && cost[i] > kStoreAbove;
@@ -985,6 +988,19 @@ void constrain_output(const fusion::Kernel& k, Func f) {
   if (const int64_t e = k.tiny_inner()) out.dim(0).set_extent(int(e));
 }
 
+// A stride constraint above reads its own buffer's extents and strides: the buffer's parameter
+// holds the expression and the expression holds the parameter, a cycle of Halide's reference
+// counts that outlived the pipeline (a few KB a kernel, LeakSanitizer's finding). Cleared when
+// the compile is over, whichever way it ends.
+struct ClearStrideConstraints {
+  const Pipeline& pipeline;
+  ~ClearStrideConstraints() {
+    for (Func f : pipeline.outputs())
+      for (OutputImageParam out : f.output_buffers())
+        for (int d = 1; d < f.dimensions(); ++d) out.dim(d).set_stride(Expr());
+  }
+};
+
 }  // namespace
 
 std::string target_name() { return kernel_target().without_feature(Target::NoRuntime).to_string(); }
@@ -997,6 +1013,7 @@ void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const
     Pipeline p = kernel.row_kernel()                              ? build_rows(L, args)
                  : kernel.kind == fusion::Kernel::Kind::Reduction ? build_reduction(L, args)
                                                                   : build_pointwise(L, args);
+    const ClearStrideConstraints clear{p};
     for (Func f : p.outputs()) constrain_output(kernel, f);
     // The statement first: it is what to read when compiling fails or hangs.
     if (!dump_dir.empty()) p.compile_to_lowered_stmt(dump_dir + "/" + name + ".stmt", args, Text, kernel_target());
