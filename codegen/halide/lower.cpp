@@ -447,6 +447,11 @@ Pipeline build_pointwise(Lowering& L, std::vector<Argument>& args) {
   return Pipeline(funcs);
 }
 
+// Value `j` of f at `at`: f's value itself when it holds one (not a Tuple).
+Expr tuple_element(const Func& f, const std::vector<Expr>& at, size_t j) {
+  return f.outputs() == 1 ? Expr(f(at)) : Expr(f(at)[int(j)]);
+}
+
 // Whether every one of `reduces` is a floating-point sum.
 bool floating_sums(const fusion::Kernel& k, const std::vector<int>& reduces) {
   return std::all_of(reduces.begin(), reduces.end(), [&](int j) {
@@ -493,8 +498,7 @@ struct Accumulator {
 
   // The value of reduction `j` (the j-th of `reduces`) at the kept coordinates.
   Expr at(size_t j, const std::vector<Expr>& kept) const {
-    const Expr a = reduces.size() == 1 ? Expr(acc(kept)) : Expr(acc(kept)[j]);
-    return cast(value_type(dtypes[j]), a);
+    return cast(value_type(dtypes[j]), tuple_element(acc, kept, j));
   }
   // The stage whose innermost loop steps along the rows in lanes (prefetches go there).
   Stage stepping() { return block_sums.defined() ? block_sums.update() : partial.update(); }
@@ -570,7 +574,7 @@ struct Accumulator {
     auto define_update = [&](Func& f, const std::vector<Expr>& at, const std::vector<Expr>& x) {
       std::vector<Expr> ups;
       for (size_t j = 0; j < n; ++j) {
-        const Expr current = n == 1 ? Expr(f(at)) : Expr(f(at)[j]);
+        const Expr current = tuple_element(f, at, j);
         ups.push_back(reduction_update(*k.nodes[reduces[j]].node, current, cast(current.type(), x[j])));
       }
       if (n == 1)
@@ -603,8 +607,7 @@ struct Accumulator {
       std::vector<Expr> block_at(p_at);
       block_at.push_back(blocks.x);
       std::vector<Expr> sums;
-      for (size_t j = 0; j < n; ++j)
-        sums.push_back(n == 1 ? Expr(block_sums(block_at)) : Expr(block_sums(block_at)[j]));
+      for (size_t j = 0; j < n; ++j) sums.push_back(tuple_element(block_sums, block_at, j));
       define(partial, p_lhs, wide_inits);
       define_update(partial, p_at, sums);
       return r;
@@ -613,7 +616,7 @@ struct Accumulator {
     // (extent % width) elements; `r` is partial's update domain.
     auto combine_partials = [&](const std::vector<Expr>& from, const RDom& r) {
       std::vector<Expr> partials;
-      for (size_t j = 0; j < n; ++j) partials.push_back(n == 1 ? Expr(partial(from)) : Expr(partial(from)[j]));
+      for (size_t j = 0; j < n; ++j) partials.push_back(tuple_element(partial, from, j));
       define_update(acc, lhs, partials);
       if (lanes) {
         RDom tail = reduced_domain(Range(whole, inner_extent - whole));
@@ -623,13 +626,15 @@ struct Accumulator {
         // 1332 us). The two vectors inside the step's loop: outside, each half of the row was a
         // loop of its own.
         Var uo("uo"), ui("ui");
-        partial.split(u, uo, ui, width / 2).vectorize(ui).unroll(uo);
+        auto two_vectors = [&](Stage s) -> Stage { return s.split(u, uo, ui, width / 2).vectorize(ui).unroll(uo); };
+        two_vectors(partial);
         if (block_sums.defined()) {
-          partial.update().split(u, uo, ui, width / 2).vectorize(ui).unroll(uo).reorder(ui, uo, blocks.x);
-          block_sums.compute_at(partial, blocks.x).split(u, uo, ui, width / 2).vectorize(ui).unroll(uo);
-          block_sums.update().split(u, uo, ui, width / 2).vectorize(ui).unroll(uo).reorder(ui, uo, r[0]);
+          two_vectors(partial.update()).reorder(ui, uo, blocks.x);
+          block_sums.compute_at(partial, blocks.x);
+          two_vectors(block_sums);
+          two_vectors(block_sums.update()).reorder(ui, uo, r[0]);
         } else {
-          partial.update().split(u, uo, ui, width / 2).vectorize(ui).unroll(uo).reorder(ui, uo, r[0]);
+          two_vectors(partial.update()).reorder(ui, uo, r[0]);
         }
       }
       vectors = r;
