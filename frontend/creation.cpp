@@ -158,6 +158,13 @@ void fill_normal(void* data, ScalarType dtype, int64_t n, double mean, double st
   dtype == kFloat ? normal_into(static_cast<float*>(data), n, mean, stdv)
                   : normal_into(static_cast<double*>(data), n, mean, stdv);
 }
+// 1 with probability p, else 0, as libtorch's CPU bernoulli_(double p) draws them (without MKL,
+// as Debian builds it): one double uniform per element, in order.
+void fill_bernoulli(float* data, int64_t n, double p) {
+  auto& g = generator();
+  std::lock_guard<std::mutex> lock(g.mu);
+  for (int64_t i = 0; i < n; ++i) data[i] = g.uniform_double(0, 1) < p ? 1.0f : 0.0f;
+}
 }  // namespace detail
 
 void manual_seed(uint64_t seed) {
@@ -329,6 +336,23 @@ Tensor randperm(int64_t n, const TensorOptions& o) {
   }
   return from_values(v.data(), {n}, kLong, o);
 }
+
+Tensor bernoulli(const Tensor& probabilities) {
+  KILN_CHECK(probabilities.is_floating_point(), "bernoulli: expected a floating point tensor of probabilities, got ",
+             detail::shape_str(probabilities));
+  const std::vector<float> p = probabilities.to(kFloat).to_vector<float>();
+  for (float v : p)
+    KILN_CHECK(v >= 0 && v <= 1, "bernoulli: expected all probabilities in [0, 1], got ", v, " (input ",
+               detail::shape_str(probabilities), ")");
+  std::vector<float> drawn(p.size());
+  {
+    auto& g = generator();  // libtorch draws a float uniform per element for tensor probabilities
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (size_t i = 0; i < p.size(); ++i) drawn[i] = g.uniform_float(0, 1) < p[i] ? 1.0f : 0.0f;
+  }
+  return from_values(drawn.data(), probabilities.sizes(), kFloat, probabilities.dtype());
+}
+Tensor bernoulli(const Tensor& self, double p) { return empty_like(self).bernoulli_(p); }
 
 Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
 Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }

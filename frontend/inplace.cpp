@@ -1,7 +1,10 @@
 // In-place ops: each computes its value out of place and assigns it (Tensor::assign_), which
 // records the write, bumps the version counter and, under autograd, rebases the history.
+#include <vector>
+
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
+#include "frontend/trace.h"
 
 namespace kiln {
 
@@ -27,7 +30,7 @@ Tensor before(const Tensor& self) {
 // An op's result written back into self, where libtorch allows it: not a floating-point result
 // into an integer or bool tensor, not a number into a bool one (`int_tensor.div_(2)` threw there
 // and truncated here). fill_, masked_fill_ and copy_ cast their value, as libtorch's do.
-Tensor& write(Tensor& self, const Tensor& result, const char* op) {
+Tensor& write(const Tensor& self, const Tensor& result, const char* op) {
   const ScalarType from = result.dtype(), to = self.dtype();
   KILN_CHECK((is_floating(to) || !is_floating(from)) && (to != kBool || from == kBool), op, ": result type ",
              dtype_name(from), " can't be cast to the desired output type ", dtype_name(to), " (self ",
@@ -36,42 +39,82 @@ Tensor& write(Tensor& self, const Tensor& result, const char* op) {
 }
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   return write(*this, kiln::add(before(*this), o, alpha), "add_");
 }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
   return write(*this, kiln::add(before(*this), o, alpha), "add_");
 }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
   return write(*this, kiln::sub(before(*this), o, alpha), "sub_");
 }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
   return write(*this, kiln::sub(before(*this), o, alpha), "sub_");
 }
-Tensor& Tensor::mul_(const Tensor& o) { return write(*this, kiln::mul(before(*this), o), "mul_"); }
-Tensor& Tensor::mul_(const Scalar& o) { return write(*this, kiln::mul(before(*this), o), "mul_"); }
-Tensor& Tensor::div_(const Tensor& o) { return write(*this, kiln::div(before(*this), o), "div_"); }
-Tensor& Tensor::div_(const Scalar& o) { return write(*this, kiln::div(before(*this), o), "div_"); }
-Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+Tensor& Tensor::mul_(const Tensor& o) const { return write(*this, kiln::mul(before(*this), o), "mul_"); }
+Tensor& Tensor::mul_(const Scalar& o) const { return write(*this, kiln::mul(before(*this), o), "mul_"); }
+Tensor& Tensor::div_(const Tensor& o) const { return write(*this, kiln::div(before(*this), o), "div_"); }
+Tensor& Tensor::div_(const Scalar& o) const { return write(*this, kiln::div(before(*this), o), "div_"); }
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
   return write(*this, kiln::clamp(before(*this), lo, hi), "clamp_");
 }
-Tensor& Tensor::zero_() { return fill_(0); }
-Tensor& Tensor::fill_(const Scalar& v) {
+Tensor& Tensor::zero_() const { return fill_(0); }
+Tensor& Tensor::fill_(const Scalar& v) const {
   KILN_CHECK(detail::converts_without_overflow(v, dtype()), "fill_: value ", v.toDouble(),
              " cannot be converted to type ", dtype(), " without overflow (self ", detail::shape_str(*this), ")");
   return assign_(full({}, v, dtype()));
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) { return assign_(kiln::masked_fill(before(*this), mask, v)); }
-Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, const Scalar& v) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) const {
+  return assign_(kiln::masked_fill(before(*this), mask, v));
+}
+Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, const Scalar& v) const {
   return write(*this, kiln::addcmul(before(*this), a, b, v), "addcmul_");
 }
-Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, const Scalar& v) {
+Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, const Scalar& v) const {
   return write(*this, kiln::addcdiv(before(*this), a, b, v), "addcdiv_");
 }
-Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) {
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) const {
   return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
 }
-Tensor& Tensor::sqrt_() { return write(*this, kiln::sqrt(before(*this)), "sqrt_"); }
-Tensor& Tensor::relu_() { return write(*this, kiln::relu(before(*this)), "relu_"); }
+Tensor& Tensor::sqrt_() const { return write(*this, kiln::sqrt(before(*this)), "sqrt_"); }
+Tensor& Tensor::relu_() const { return write(*this, kiln::relu(before(*this)), "relu_"); }
+Tensor& Tensor::neg_() const { return write(*this, kiln::neg(before(*this)), "neg_"); }
+Tensor& Tensor::abs_() const { return write(*this, kiln::abs(before(*this)), "abs_"); }
+Tensor& Tensor::exp_() const { return write(*this, kiln::exp(before(*this)), "exp_"); }
+Tensor& Tensor::log_() const { return write(*this, kiln::log(before(*this)), "log_"); }
+Tensor& Tensor::tanh_() const { return write(*this, kiln::tanh(before(*this)), "tanh_"); }
+Tensor& Tensor::sigmoid_() const { return write(*this, kiln::sigmoid(before(*this)), "sigmoid_"); }
+Tensor& Tensor::pow_(const Tensor& e) const { return write(*this, kiln::pow(before(*this), e), "pow_"); }
+Tensor& Tensor::pow_(const Scalar& e) const { return write(*this, kiln::pow(before(*this), e), "pow_"); }
+
+// The values are made on the host, element by element from the generator as libtorch's CPU
+// kernels make them, and written with one copy.
+namespace {
+template <typename Fill>
+Tensor& fill_from_host(const Tensor& self, const char* op, Fill&& fill) {
+  KILN_CHECK(self.is_floating_point(), op, ": expected a floating point tensor, got ", detail::shape_str(self));
+  const ScalarType host_dtype = self.dtype() == kDouble ? kDouble : kFloat;
+  std::vector<unsigned char> host(size_t(self.numel()) * (host_dtype == kDouble ? 8 : 4));
+  fill(host.data(), host_dtype, self.numel());
+  return self.copy_(detail::copy_of_host_data(host.data(), self.sizes(), host_dtype));
+}
+}  // namespace
+
+Tensor& Tensor::uniform_(double from, double to) const {
+  KILN_CHECK(from <= to, "uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  return fill_from_host(*this, "uniform_",
+                        [&](void* data, ScalarType t, int64_t n) { detail::fill_uniform(data, t, n, from, to); });
+}
+Tensor& Tensor::bernoulli_(double p) const {
+  KILN_CHECK(p >= 0 && p <= 1, "bernoulli_: expected p in [0, 1], got ", p, " (self ", detail::shape_str(*this), ")");
+  std::vector<float> host(static_cast<size_t>(numel()));
+  detail::fill_bernoulli(host.data(), numel(), p);
+  return copy_(detail::copy_of_host_data(host.data(), sizes(), kFloat));
+}
+Tensor& Tensor::normal_(double mean, double std) const {
+  KILN_CHECK(std >= 0, "normal_: expects std >= 0.0, but found std ", std);
+  return fill_from_host(*this, "normal_",
+                        [&](void* data, ScalarType t, int64_t n) { detail::fill_normal(data, t, n, mean, std); });
+}
 
 }  // namespace kiln

@@ -1,7 +1,5 @@
 // Losses, written from kiln ops (log_softmax, gather, where, sum) so that autograd differentiates
 // them like any composite. Every shape, dtype and option is checked here, at the call.
-#include "frontend/losses.h"
-
 #include <iostream>
 #include <limits>
 #include <mutex>
@@ -67,6 +65,19 @@ void check_pointwise(const Tensor& input, const Tensor& target, const char* op) 
   warn_once(op, detail::concat("using a target size (", target.sizes().vec(), ") that is different to the input size (",
                                input.sizes().vec(), "). This will likely lead to incorrect results due to "
                                "broadcasting. Please ensure they have the same size."));
+}
+
+// Whether an optional weight is given, checked to be floating point and to broadcast to the
+// input without changing its shape.
+bool check_elementwise_weight(const Tensor& weight, const Tensor& input, const char* op, const char* what) {
+  if (!weight.defined()) return false;
+  check_floating(weight, op, what);
+  const IntArrayRef from = weight.sizes(), to = input.sizes();
+  bool broadcasts = from.size() <= to.size();
+  for (size_t i = 1; broadcasts && i <= from.size(); ++i)
+    broadcasts = from[from.size() - i] == 1 || from[from.size() - i] == to[to.size() - i];
+  KILN_CHECK(broadcasts, op, ": ", what, " ", shape_str(weight), " does not broadcast to the input ", shape_str(input));
+  return true;
 }
 
 bool is_computed(const Tensor& t) { return t.unsafeGetTensorImpl()->storage->node->computed(); }
@@ -229,9 +240,7 @@ Tensor clamped_log(const Tensor& x) {
 
 }  // namespace
 
-// --- with every option ---
-
-namespace detail {
+// --- classification ---
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight, const Reduction& reduction,
                 int64_t ignore_index) {
@@ -243,8 +252,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight, const Reduction& reduction,
-                     int64_t ignore_index, double label_smoothing) {
+Tensor cross_entropy_loss(const Tensor& logits, const Tensor& target, const Tensor& weight, const Reduction& reduction,
+                          int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
   const Reduce r = parse_reduction(reduction, op);
   KILN_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, ": label_smoothing must be between 0.0 and 1.0, got ",
@@ -284,33 +293,47 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
              ") that is different to the input size (", shape_str(input), ") is deprecated. Please ensure they have "
              "the same size.");
   Tensor loss = -(target * clamped_log(input) + (1 - target) * clamped_log(1 - input));
-  if (weight.defined()) {
-    check_floating(weight, op, "weight");
-    KILN_CHECK(broadcast_shapes(weight.sizes(), input.sizes()) == input.sizes().vec(), op, ": weight ",
-               shape_str(weight), " does not broadcast to the input ", shape_str(input));
-    loss = loss * weight;
-  }
+  if (check_elementwise_weight(weight, input, op, "weight")) loss = loss * weight;
   return named(reduce(loss, r), "BinaryCrossEntropyBackward0", {input});
 }
 
-}  // namespace detail
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, const Reduction& reduction) {
+  const char* op = "binary_cross_entropy_with_logits";
+  const Reduce r = parse_reduction(reduction, op);
+  check_floating(input, op, "input");
+  check_floating(target, op, "target");
+  KILN_CHECK(input.sizes() == target.sizes(), op, ": target size (", shape_str(target),
+             ") must be the same as input size (", shape_str(input), ")");
+  // (1 - t) x + w_pos softplus(-x), with w_pos = 1 + (pos_weight - 1) t: softplus(-x) is -log
+  // sigmoid(x), and (1 - t) x + softplus(-x) is -log(1 - sigmoid(x)) on the negative side.
+  Tensor positive_weight = ones_like(target);
+  if (check_elementwise_weight(pos_weight, input, op, "pos_weight")) positive_weight = 1 + (pos_weight - 1) * target;
+  Tensor loss = (1 - target) * input - positive_weight * log_sigmoid(input);
+  if (check_elementwise_weight(weight, input, op, "weight")) loss = loss * weight;
+  return named(reduce(loss, r), "BinaryCrossEntropyWithLogitsBackward0", {input});
+}
 
-// --- the plain forms of frontend/ops.h ---
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Reduction& reduction, double label_smoothing) {
+  return cross_entropy_loss(logits, target, Tensor(), reduction, -100, label_smoothing);
+}
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+// --- regression ---
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const Reduction& reduction) {
   const Reduce r = parse_reduction(reduction, "mse_loss");
   check_pointwise(input, target, "mse_loss");
   Tensor diff = input - target;
   return named(reduce(diff * diff, r), "MseLossBackward0", {input, target});
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+Tensor l1_loss(const Tensor& input, const Tensor& target, const Reduction& reduction) {
   const Reduce r = parse_reduction(reduction, "l1_loss");
   check_pointwise(input, target, "l1_loss");
   return reduce((input - target).abs(), r);
 }
 
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction, double beta) {
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const Reduction& reduction, double beta) {
   const Reduce r = parse_reduction(reduction, "smooth_l1_loss");
   KILN_CHECK(beta >= 0, "smooth_l1_loss: beta must not be negative, got ", beta);
   check_pointwise(input, target, "smooth_l1_loss");
@@ -321,17 +344,30 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::stri
                {input, target});
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction) {
-  return detail::nll_loss(log_probs, target, Tensor(), reduction, -100);
+Tensor huber_loss(const Tensor& input, const Tensor& target, const Reduction& reduction, double delta) {
+  const Reduce r = parse_reduction(reduction, "huber_loss");
+  KILN_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
+  check_pointwise(input, target, "huber_loss");
+  Tensor diff = (input - target).abs();
+  return named(reduce(where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta), r), "HuberLossBackward0",
+               {input, target});
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
-                     double label_smoothing) {
-  return detail::cross_entropy(logits, target, Tensor(), reduction, -100, label_smoothing);
+// --- the log-sigmoid family ---
+
+// softplus(x) = log(1 + exp(x)) by its stable branch on each side of 0, each branch given only
+// arguments on its own side, so neither overflows in the value or the gradient.
+Tensor softplus(const Tensor& x, const Scalar& beta_arg, const Scalar& threshold_arg) {
+  check_floating(x, "softplus", "input");
+  const double beta = beta_arg.to<double>(), threshold = threshold_arg.to<double>();
+  Tensor bx = beta == 1 ? x : x * beta;
+  Tensor positive = bx > 0;
+  Tensor on_positive = where(positive, bx, zeros_like(bx)), on_negative = where(positive, zeros_like(bx), bx);
+  Tensor value = where(positive, on_positive + log1p(exp(-on_positive)), log1p(exp(on_negative)));
+  if (beta != 1) value = value / beta;
+  return named(where(bx > threshold, x, value), "SoftplusBackward0", {x});
 }
 
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction) {
-  return detail::binary_cross_entropy(input, target, Tensor(), reduction);
-}
+Tensor log_sigmoid(const Tensor& x) { return named(-softplus(-x), "LogSigmoidBackward0", {x}); }
 
 }  // namespace kiln

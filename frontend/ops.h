@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/nn/enum.h"
 #include "frontend/tensor.h"
 
 namespace kiln {
@@ -51,6 +52,10 @@ Tensor ones_like(const Tensor& t, const TensorOptions& o = {});
 Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& o = {});
 Tensor empty_like(const Tensor& t, const TensorOptions& o = {});
 Tensor rand_like(const Tensor& t, const TensorOptions& o = {});
+// 1 with the given probability, else 0: per element from a tensor of probabilities, or p for
+// every element of a tensor shaped as self (libtorch's draws).
+Tensor bernoulli(const Tensor& probabilities);
+Tensor bernoulli(const Tensor& self, double p);
 Tensor randn_like(const Tensor& t, const TensorOptions& o = {});
 // A tensor that is the caller's memory, as libtorch's: kernels read it when they run, so they see
 // the caller's writes made before (an op recorded before a write may see it too, unlike in
@@ -199,12 +204,41 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps);
 
-// --- losses (also in nn::functional) ---
-Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean", double beta = 1.0);
-Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction = "mean");
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction = "mean", double label_smoothing = 0.0);
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
+// --- losses, with ATen's signatures (`torch::nll_loss(x, y, weight, torch::Reduction::Sum)`);
+// nn::functional's option forms call these. Composites of kiln ops, so their gradients come from
+// the ops they are made of. ---
+Tensor mse_loss(const Tensor& input, const Tensor& target, const Reduction& reduction = Reduction::Mean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, const Reduction& reduction = Reduction::Mean);
+// Quadratic below beta, linear above (beta 0: l1_loss).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const Reduction& reduction = Reduction::Mean,
+                      double beta = 1.0);
+// Quadratic below delta, linear above: smooth_l1_loss times delta.
+Tensor huber_loss(const Tensor& input, const Tensor& target, const Reduction& reduction = Reduction::Mean,
+                  double delta = 1.0);
+// log_probs [N, C] (or [C], or [N, C, d1, ...]); target of class indices, int64, shaped as
+// log_probs without its class dimension. `weight` (optional, [C]) scales each class. Targets
+// equal to ignore_index add nothing, and "mean" divides by the weight of the rest.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight = {},
+                const Reduction& reduction = Reduction::Mean, int64_t ignore_index = -100);
+// log_softmax over the class dimension, then nll_loss; the target is either class indices (as
+// nll_loss) or class probabilities of the input's shape. label_smoothing mixes the target with
+// the uniform distribution.
+Tensor cross_entropy_loss(const Tensor& logits, const Tensor& target, const Tensor& weight = {},
+                          const Reduction& reduction = Reduction::Mean, int64_t ignore_index = -100,
+                          double label_smoothing = 0.0);
+// kiln's shorthand for cross_entropy_loss without class weights.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Reduction& reduction = Reduction::Mean,
+                     double label_smoothing = 0.0);
+// -(t log x + (1 - t) log(1 - x)) with each log clamped to >= -100 (as libtorch), times weight.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            const Reduction& reduction = Reduction::Mean);
+// binary_cross_entropy of sigmoid(input), computed stably from the logits; pos_weight ([C],
+// broadcast along the last dim) weighs the positive term, weight the whole.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                        const Tensor& pos_weight = {}, const Reduction& reduction = Reduction::Mean);
+// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as libtorch).
+Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
+// log(sigmoid(x)), stable for large |x|.
+Tensor log_sigmoid(const Tensor& x);
 
 }  // namespace kiln

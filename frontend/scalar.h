@@ -50,13 +50,21 @@ class Scalar {
 // other input's dims), as libtorch's clone does by default.
 enum class MemoryFormat : uint8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 
-enum class DeviceType : uint8_t { CPU };
+// libtorch's device names. kiln has no CUDA backend yet: naming kCUDA compiles, and asking for a
+// tensor there throws kiln::Error (torch::cuda::is_available() is false).
+enum class DeviceType : uint8_t { CPU, CUDA };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
+inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+
+namespace detail {
+// Throws kiln::Error unless `type` is the CPU; `what` names who asked ("to", "TensorOptions").
+void require_cpu(DeviceType type, const char* what);
+}  // namespace detail
 
 struct TensorOptions {
   TensorOptions() = default;
   TensorOptions(ScalarType t) : dtype_(t), has_dtype_(true) {}
-  TensorOptions(DeviceType) {}
+  TensorOptions(DeviceType type) { detail::require_cpu(type, "TensorOptions"); }
   TensorOptions dtype(ScalarType t) const {
     auto o = *this;
     o.dtype_ = t;
@@ -68,7 +76,11 @@ struct TensorOptions {
     o.requires_grad_ = r;
     return o;
   }
-  TensorOptions device(DeviceType) const { return *this; }
+  TensorOptions device(DeviceType type) const {
+    detail::require_cpu(type, "TensorOptions::device");
+    return *this;
+  }
+  DeviceType device_type() const { return DeviceType::CPU; }
   ScalarType dtype() const { return dtype_; }
   bool has_dtype() const { return has_dtype_; }
   bool requires_grad() const { return requires_grad_; }
@@ -81,6 +93,6 @@ struct TensorOptions {
 
 inline TensorOptions dtype(ScalarType t) { return TensorOptions().dtype(t); }
 inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
-inline TensorOptions device(DeviceType) { return TensorOptions(); }
+inline TensorOptions device(DeviceType type) { return TensorOptions(type); }
 
 }  // namespace kiln

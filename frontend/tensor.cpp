@@ -143,21 +143,21 @@ autograd::AutogradMeta& meta(TensorImpl& impl) {
 
 bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
 
-Tensor& Tensor::requires_grad_(bool r) {
+Tensor& Tensor::requires_grad_(bool r) const {
   KILN_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf "
              "variables. If you want to use a computed variable in a subgraph that doesn't require "
              "differentiation use var_no_grad = var.detach().");
   KILN_CHECK(!r || is_floating_point(), "requires_grad_: only Tensors of floating point dtype can "
              "require gradients (got ", dtype(), ")");
   meta(impl()).requires_grad = r;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 const Tensor& Tensor::grad() const {
   static const Tensor undefined;
   return impl().autograd ? impl().autograd->grad : undefined;
 }
-Tensor& Tensor::mutable_grad() { return meta(impl()).grad; }
+Tensor& Tensor::mutable_grad() const { return meta(impl()).grad; }
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
   TensorImpl& self = impl();
@@ -202,9 +202,9 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 
 Tensor Tensor::detach() const { return detail::alias(*this, impl().sizes, impl().strides, impl().offset); }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   impl().autograd.reset();
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 unsigned Tensor::register_hook(std::function<Tensor(Tensor)> hook) const {
@@ -235,6 +235,14 @@ void Tensor::remove_hook(unsigned handle) const {
 Tensor Tensor::to(ScalarType t, bool, bool copy) const {
   if (t == dtype()) return copy ? clone() : *this;
   return detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+}
+Tensor Tensor::cuda() const {
+  detail::require_cpu(kCUDA, "cuda");
+  return *this;
+}
+Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy) const {
+  detail::require_cpu(device.type(), "to");
+  return to(t, non_blocking, copy);
 }
 Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
   return o.has_dtype() ? to(o.dtype(), nb, copy) : (copy ? clone() : *this);
@@ -325,7 +333,7 @@ Tensor Tensor::contiguous(MemoryFormat memory_format) const {
   return strides == impl().strides ? *this : clone(memory_format);
 }
 
-Tensor& Tensor::copy_(const Tensor& src, bool) {
+Tensor& Tensor::copy_(const Tensor& src, bool) const {
   // A leaf source is copied through a node of its own, so that gradients reach it (CopyBackwards).
   const bool leaf_source = autograd::GradMode::is_enabled() && src.requires_grad() && src.is_leaf();
   return assign_(leaf_source ? src.clone(MemoryFormat::Contiguous) : src);
@@ -334,7 +342,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool) {
 // Writing a value with history into a view (PyTorch's CopySlices): the base gets the new content
 // through a WriteView primitive, whose backward sends the window's gradient to the value and the
 // rest to the base's old history; this view becomes a view of the rewritten base.
-Tensor& Tensor::assign_view_with_history(const Tensor& value) {
+Tensor& Tensor::assign_view_with_history(const Tensor& value) const {
   TensorImpl& self = impl();
   Tensor base(self.view_base);
   KILN_CHECK(base.storage_offset() == 0 && base.is_contiguous() && base.numel() == self.storage->numel,
@@ -350,10 +358,10 @@ Tensor& Tensor::assign_view_with_history(const Tensor& value) {
   base.assign_(written.view(base.sizes()));
   Tensor fresh = detail::as_strided(base.reshape({n}), geometry);
   self.autograd = std::move(fresh.unsafeGetTensorImpl()->autograd);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::assign_(const Tensor& value_in) {
+Tensor& Tensor::assign_(const Tensor& value_in) const {
   TensorImpl& self = impl();
   const bool grad_mode = autograd::GradMode::is_enabled();
   KILN_CHECK(!(grad_mode && requires_grad() && is_leaf()),
@@ -403,13 +411,13 @@ Tensor& Tensor::assign_(const Tensor& value_in) {
   }
   tracer::set_content(self.storage, std::move(content));
   if (history) {
-    detail::set_history(*this, value.grad_fn(), uint32_t(value.output_nr()));
+    detail::set_history(const_cast<Tensor&>(*this), value.grad_fn(), uint32_t(value.output_nr()));
   } else if (grad_mode && requires_grad() && covers_storage) {
     // Overwritten by a value without history: gradients stop here, as they would in PyTorch.
     impl().autograd->grad_fn.reset();
     impl().autograd->requires_grad = false;
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace kiln

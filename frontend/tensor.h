@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/device.h"
 #include "frontend/scalar.h"
 #include "runtime/error.h"
 #include "runtime/shape.h"
@@ -73,10 +74,10 @@ class Tensor {
 
   // --- autograd ---
   bool requires_grad() const;
-  Tensor& requires_grad_(bool r = true);
-  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  Tensor& requires_grad_(bool r = true) const;
+  Tensor& set_requires_grad(bool r) const { return requires_grad_(r); }
   const Tensor& grad() const;
-  Tensor& mutable_grad();
+  Tensor& mutable_grad() const;
   std::shared_ptr<autograd::Node> grad_fn() const;
   bool is_leaf() const;
   int64_t output_nr() const;
@@ -86,7 +87,7 @@ class Tensor {
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false, std::optional<TensorList> inputs = std::nullopt) const;
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   // Hooks see the gradient of this tensor; one returning a tensor replaces the gradient.
   unsigned register_hook(std::function<Tensor(Tensor)> hook) const;
   unsigned register_hook(std::function<void(Tensor)> hook) const;
@@ -107,7 +108,12 @@ class Tensor {
   Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;  // nullopt: Preserve
   Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
   Tensor cpu() const { return *this; }
-  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  Tensor cuda() const;  // throws: kiln has no CUDA backend yet
+  Tensor to(Device device, ScalarType t, bool non_blocking = false, bool copy = false) const;
+  Device device() const { return Device(kCPU); }
+  bool is_cpu() const { return true; }
+  bool is_cuda() const { return false; }
+  Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
 
   // --- views (share storage) ---
   Tensor view(IntArrayRef shape) const;
@@ -231,23 +237,38 @@ class Tensor {
   Tensor gather(int64_t dim, const Tensor& index) const;
 
   // --- in place (bump the version counter) ---
-  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& o, const Scalar& alpha = 1);
-  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& o);
-  Tensor& mul_(const Scalar& o);
-  Tensor& div_(const Tensor& o);
-  Tensor& div_(const Scalar& o);
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& zero_();
-  Tensor& fill_(const Scalar& v);
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
-  Tensor& addcmul_(const Tensor& a, const Tensor& b, const Scalar& value = 1);
-  Tensor& addcdiv_(const Tensor& a, const Tensor& b, const Scalar& value = 1);
-  Tensor& lerp_(const Tensor& end, const Scalar& weight);
-  Tensor& sqrt_();
-  Tensor& relu_();
+  // const, as libtorch's: a Tensor is a handle, so `w.grad().zero_()` writes through a const one.
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& o, const Scalar& alpha = 1) const;
+  Tensor& mul_(const Tensor& o) const;
+  Tensor& mul_(const Scalar& o) const;
+  Tensor& div_(const Tensor& o) const;
+  Tensor& div_(const Scalar& o) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& zero_() const;
+  Tensor& fill_(const Scalar& v) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  Tensor& addcmul_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
+  Tensor& addcdiv_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
+  Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& sqrt_() const;
+  Tensor& relu_() const;
+  Tensor& neg_() const;
+  Tensor& abs_() const;
+  Tensor& exp_() const;
+  Tensor& log_() const;
+  Tensor& tanh_() const;
+  Tensor& sigmoid_() const;
+  Tensor& pow_(const Tensor& exponent) const;
+  Tensor& pow_(const Scalar& exponent) const;
+  Tensor& clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
+  // Random fills from kiln's generator, which draws libtorch's CPU stream (same seed, same values).
+  Tensor& uniform_(double from = 0, double to = 1) const;
+  Tensor& normal_(double mean = 0, double std = 1) const;
+  Tensor& bernoulli_(double p = 0.5) const;  // 1 with probability p, else 0
   Tensor& operator+=(const Tensor& o) { return add_(o); }
   Tensor& operator+=(const Scalar& o) { return add_(o); }
   Tensor& operator-=(const Tensor& o) { return sub_(o); }
@@ -261,8 +282,8 @@ class Tensor {
 
   // Replaces this tensor's values (and, under autograd, its history) with `value` computed out
   // of place: the one path every in-place op takes.
-  Tensor& assign_(const Tensor& value);
-  Tensor& assign_view_with_history(const Tensor& value);
+  Tensor& assign_(const Tensor& value) const;
+  Tensor& assign_view_with_history(const Tensor& value) const;
 
  private:
   TensorImpl& impl() const {

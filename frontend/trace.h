@@ -92,6 +92,10 @@ ir::NodePtr record_input(Shape shape, ScalarType dtype, BufferPtr buffer);
 
 // A contiguous copy of `sizes` elements of host data (from_blob is the caller's memory itself).
 Tensor copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype);
+// Host fills from kiln's generator, which replicates libtorch's CPU mt19937 stream (creation.cpp).
+void fill_uniform(void* data, ScalarType dtype, int64_t n, double from, double to);
+void fill_normal(void* data, ScalarType dtype, int64_t n, double mean, double stdv);
+void fill_bernoulli(float* data, int64_t n, double p);
 
 // Zeros already in memory (an Input node), where zeros() is a lazy constant that folds into its
 // consumers. Optimizer state starts so: its first update then runs the kernels of every later one

@@ -34,10 +34,13 @@ inline constexpr enumtype::kTanh kTanh{};
 inline constexpr enumtype::kReLU kReLU{};
 inline constexpr enumtype::kLeakyReLU kLeakyReLU{};
 
-// A loss reduction: libtorch's tags (torch::kSum) or kiln's strings ("sum") both convert to it.
-// The name is checked where the loss runs, so the error names the loss.
+// A loss reduction: libtorch's tags (torch::kSum), ATen's enum (torch::Reduction::Sum, what
+// torch::nll_loss and friends take) or kiln's strings ("sum") all convert to it. The name is
+// checked where the loss runs, so the error names the loss.
 class Reduction {
  public:
+  enum Kind { None, Mean, Sum, END };
+  Reduction(Kind kind) : name_(kind == None ? "none" : kind == Mean ? "mean" : kind == Sum ? "sum" : "END") {}
   Reduction(enumtype::kNone) : name_("none") {}
   Reduction(enumtype::kMean) : name_("mean") {}
   Reduction(enumtype::kSum) : name_("sum") {}

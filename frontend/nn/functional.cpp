@@ -3,7 +3,6 @@
 
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
-#include "frontend/losses.h"
 #include "frontend/moments.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
@@ -28,6 +27,10 @@ Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return kiln::
 Tensor silu(const Tensor& input) { return kiln::silu(input); }
 Tensor sigmoid(const Tensor& input) { return kiln::sigmoid(input); }
 Tensor tanh(const Tensor& input) { return kiln::tanh(input); }
+Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options) {
+  return kiln::softplus(input, options.beta(), options.threshold());
+}
+Tensor logsigmoid(const Tensor& input) { return kiln::log_sigmoid(input); }
 
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {
   return kiln::softmax(input, options.dim(), options.dtype());
@@ -75,8 +78,8 @@ Tensor dropout(Tensor input, const DropoutFuncOptions& options) {
   KILN_CHECK(p >= 0 && p <= 1, "dropout: dropout probability has to be between 0 and 1, but got ", p);
   KILN_CHECK(input.is_floating_point(), "dropout: expected a floating point input, got ", shape_str(input));
   if (!options.training() || p == 0) return input;
-  // Keep each element with probability 1 - p; the mask is drawn on the host from kiln's generator.
-  Tensor out = p == 1 ? input * 0.0 : input * ((kiln::rand_like(input) >= p).to(input.dtype()) * (1.0 / (1 - p)));
+  // Keep each element with probability 1 - p: the mask is drawn on the host, as libtorch draws it.
+  Tensor out = p == 1 ? input * 0.0 : input * (kiln::bernoulli(input, 1 - p) * (1.0 / (1 - p)));
   return options.inplace() ? input.copy_(out) : out;
 }
 
@@ -109,24 +112,32 @@ Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return kiln::one_hot
 // --- losses ---
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options) {
-  return kiln::mse_loss(input, target, options.reduction().name());
+  return kiln::mse_loss(input, target, options.reduction());
 }
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options) {
-  return kiln::l1_loss(input, target, options.reduction().name());
+  return kiln::l1_loss(input, target, options.reduction());
 }
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options,
                       double beta) {
-  return kiln::smooth_l1_loss(input, target, options.reduction().name(), beta != 1.0 ? beta : options.beta());
+  return kiln::smooth_l1_loss(input, target, options.reduction(), beta != 1.0 ? beta : options.beta());
+}
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options) {
+  return kiln::huber_loss(input, target, options.reduction(), options.delta());
 }
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options) {
-  return kiln::detail::nll_loss(input, target, options.weight(), options.reduction(), options.ignore_index());
+  return kiln::nll_loss(input, target, options.weight(), options.reduction(), options.ignore_index());
 }
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
-  return kiln::detail::cross_entropy(input, target, options.weight(), options.reduction(), options.ignore_index(),
-                                     options.label_smoothing());
+  return kiln::cross_entropy_loss(input, target, options.weight(), options.reduction(), options.ignore_index(),
+                                  options.label_smoothing());
 }
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
-  return kiln::detail::binary_cross_entropy(input, target, options.weight(), options.reduction());
+  return kiln::binary_cross_entropy(input, target, options.weight(), options.reduction());
+}
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options) {
+  return kiln::binary_cross_entropy_with_logits(input, target, options.weight(), options.pos_weight(),
+                                                options.reduction());
 }
 
 }  // namespace kiln::nn::functional

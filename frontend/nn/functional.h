@@ -13,6 +13,8 @@ Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
 Tensor silu(const Tensor& input);
 Tensor sigmoid(const Tensor& input);
 Tensor tanh(const Tensor& input);
+Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options = {});
+Tensor logsigmoid(const Tensor& input);
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options);
 Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
 
@@ -42,6 +44,9 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {},
                       double beta = 1.0);
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {});
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {});
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const BinaryCrossEntropyFuncOptions& options = {});

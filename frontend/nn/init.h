@@ -9,12 +9,6 @@
 #include "frontend/tensor.h"
 
 namespace kiln {
-namespace detail {
-// Host fills from kiln's generator (frontend/creation.cpp).
-void fill_uniform(void* data, ScalarType dtype, int64_t n, double from, double to);
-void fill_normal(void* data, ScalarType dtype, int64_t n, double mean, double stdv);
-}  // namespace detail
-
 namespace nn::init {
 
 // Which nonlinearity a gain is for (torch::kReLU, torch::kLeakyReLU, ...), and which fan
@@ -48,6 +42,16 @@ Tensor ones_(Tensor tensor);
 Tensor zeros_(Tensor tensor);
 Tensor uniform_(Tensor tensor, double low = 0, double high = 1);
 Tensor normal_(Tensor tensor, double mean = 0, double std = 1);
+// The identity in a 2-D tensor.
+Tensor eye_(Tensor matrix);
+// A convolution weight [out, in, k...] (3 to 5 dims) that passes channel d to channel d unchanged:
+// one 1 at the kernel's center of [d][d] for d < min(out, in).
+Tensor dirac_(Tensor tensor);
+// A (semi-)orthogonal matrix (the tensor flattened to [rows, numel / rows]) times gain: the Q of a
+// Gaussian matrix's QR, its columns' signs fixed by R's diagonal (Mezzadri's uniform measure).
+Tensor orthogonal_(Tensor tensor, double gain = 1.0);
+// A 2-D tensor ~ N(0, std) with ceil(sparsity * rows) zeros in each column, rows drawn by randperm.
+Tensor sparse_(Tensor tensor, double sparsity, double std = 0.01);
 // libtorch's default for Linear and Conv: weight ~ kaiming_uniform(a = sqrt(5)), which bounds it
 // by 1/sqrt(fan_in), and bias (if defined) ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 void default_layer_init_(Tensor weight, Tensor bias);

@@ -149,8 +149,11 @@ void Module::convert(const std::function<Tensor(const Tensor&)>& conversion) {
 void Module::to(ScalarType dtype, bool) {
   convert([dtype](const Tensor& t) { return t.is_floating_point() ? t.to(dtype) : t; });
 }
-void Module::to(Device, ScalarType dtype, bool non_blocking) { to(dtype, non_blocking); }
-void Module::to(Device, bool) {}
+void Module::to(Device device, ScalarType dtype, bool non_blocking) {
+  kiln::detail::require_cpu(device.type(), "Module::to");
+  to(dtype, non_blocking);
+}
+void Module::to(Device device, bool) { kiln::detail::require_cpu(device.type(), "Module::to"); }
 
 // --- registration ---
 

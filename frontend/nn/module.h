@@ -10,7 +10,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "frontend/nn/device.h"
+#include "frontend/device.h"
 #include "frontend/nn/ordered_dict.h"
 #include "frontend/tensor.h"
 

@@ -140,6 +140,10 @@ void GELUImpl::pretty_print(std::ostream& stream) const {
 void TanhImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::Tanh()"; }
 void SigmoidImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::Sigmoid()"; }
 void SiLUImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::SiLU()"; }
+void LogSigmoidImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::LogSigmoid()"; }
+void SoftplusImpl::pretty_print(std::ostream& stream) const {
+  stream << "kiln::nn::Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+}
 void SoftmaxImpl::pretty_print(std::ostream& stream) const {
   stream << "kiln::nn::Softmax(dim=" << options.dim() << ")";
 }
@@ -152,5 +156,7 @@ void SmoothL1LossImpl::pretty_print(std::ostream& stream) const { stream << "kil
 void NLLLossImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::NLLLoss()"; }
 void CrossEntropyLossImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::CrossEntropyLoss()"; }
 void BCELossImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::BCELoss()"; }
+void BCEWithLogitsLossImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::BCEWithLogitsLoss()"; }
+void HuberLossImpl::pretty_print(std::ostream& stream) const { stream << "kiln::nn::HuberLoss()"; }
 
 }  // namespace kiln::nn

@@ -195,7 +195,17 @@ KILN_MODULE(GELU);
 KILN_SIMPLE_ACTIVATION(Tanh, tanh);
 KILN_SIMPLE_ACTIVATION(Sigmoid, sigmoid);
 KILN_SIMPLE_ACTIVATION(SiLU, silu);
+KILN_SIMPLE_ACTIVATION(LogSigmoid, logsigmoid);
 #undef KILN_SIMPLE_ACTIVATION
+
+class SoftplusImpl : public Module {
+ public:
+  explicit SoftplusImpl(const SoftplusOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input) { return functional::softplus(input, options); }
+  void pretty_print(std::ostream& stream) const override;
+  SoftplusOptions options;
+};
+KILN_MODULE(Softplus);
 
 class SoftmaxImpl : public Module {
  public:
@@ -236,6 +246,8 @@ KILN_LOSS_MODULE(SmoothL1Loss, SmoothL1LossOptions, smooth_l1_loss);
 KILN_LOSS_MODULE(NLLLoss, NLLLossOptions, nll_loss);
 KILN_LOSS_MODULE(CrossEntropyLoss, CrossEntropyLossOptions, cross_entropy);
 KILN_LOSS_MODULE(BCELoss, BCELossOptions, binary_cross_entropy);
+KILN_LOSS_MODULE(BCEWithLogitsLoss, BCEWithLogitsLossOptions, binary_cross_entropy_with_logits);
+KILN_LOSS_MODULE(HuberLoss, HuberLossOptions, huber_loss);
 #undef KILN_LOSS_MODULE
 
 }  // namespace kiln::nn

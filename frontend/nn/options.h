@@ -134,6 +134,11 @@ struct GELUOptions {
   KILN_ARG(std::string, approximate) = "none";
 };
 
+struct SoftplusOptions {
+  KILN_ARG(double, beta) = 1.0;
+  KILN_ARG(double, threshold) = 20.0;
+};
+
 struct SoftmaxOptions {
   /* implicit */ SoftmaxOptions(int64_t dim) : dim_(dim) {}
   KILN_ARG(int64_t, dim);
@@ -184,6 +189,19 @@ struct BCELossOptions {
   KILN_REDUCTION_CONSTRUCTORS(BCELossOptions)
   KILN_ARG(Tensor, weight) = {};
   KILN_ARG(Reduction, reduction) = kMean;
+};
+
+struct BCEWithLogitsLossOptions {
+  KILN_REDUCTION_CONSTRUCTORS(BCEWithLogitsLossOptions)
+  KILN_ARG(Tensor, weight) = {};
+  KILN_ARG(Reduction, reduction) = kMean;
+  KILN_ARG(Tensor, pos_weight) = {};
+};
+
+struct HuberLossOptions {
+  KILN_REDUCTION_CONSTRUCTORS(HuberLossOptions)
+  KILN_ARG(Reduction, reduction) = kMean;
+  KILN_ARG(double, delta) = 1.0;
 };
 
 #undef KILN_REDUCTION_CONSTRUCTORS
@@ -250,6 +268,9 @@ using SmoothL1LossFuncOptions = SmoothL1LossOptions;
 using NLLLossFuncOptions = NLLLossOptions;
 using CrossEntropyFuncOptions = CrossEntropyLossOptions;
 using BinaryCrossEntropyFuncOptions = BCELossOptions;
+using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsLossOptions;
+using HuberLossFuncOptions = HuberLossOptions;
+using SoftplusFuncOptions = SoftplusOptions;
 
 }  // namespace functional
 }  // namespace kiln::nn

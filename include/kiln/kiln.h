@@ -2,7 +2,6 @@
 #pragma once
 #include "frontend/autograd.h"
 #include "frontend/data/data.h"
-#include "frontend/losses.h"
 #include "frontend/nn/nn.h"
 #include "frontend/ops.h"
 #include "frontend/optim/optim.h"
