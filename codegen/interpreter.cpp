@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 #include "runtime/stats.h"
+#include "tracer/op_scalar.h"
 
 namespace kiln::codegen {
 namespace {
@@ -117,60 +118,6 @@ void store(Node& n, const Values& v) {
   }
 }
 
-double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
-
-double unary(Op op, double x) {
-  switch (op) {
-    case Op::Copy:
-    case Op::Cast: return x;
-    case Op::Neg: return -x;
-    case Op::Exp: return std::exp(x);
-    case Op::Log: return std::log(x);
-    case Op::Log1p: return std::log1p(x);
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Recip: return 1.0 / x;
-    case Op::Abs: return std::fabs(x);
-    case Op::Sign: return sign(x);
-    case Op::Tanh: return std::tanh(x);
-    case Op::Erf: return std::erf(x);
-    case Op::Not: return x == 0 ? 1.0 : 0.0;
-    default: break;
-  }
-  throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not unary"));
-}
-
-// A comparison, of float64 or of int64 values.
-template <typename T>
-bool compare(Op op, T a, T b) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    default: return a >= b;  // Ge
-  }
-}
-
-double binary(Op op, double a, double b, ScalarType t) {
-  if (ir::op_kind(op) == ir::OpKind::Compare) return compare(op, a, b);
-  switch (op) {
-    case Op::Add: return a + b;
-    case Op::Sub: return a - b;
-    case Op::Mul: return a * b;
-    case Op::Div:
-      if (t == kLong) return b == 0 ? 0 : std::trunc(a / b);
-      return a / b;
-    case Op::Pow: return std::pow(a, b);
-    case Op::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case Op::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    default: break;
-  }
-  throw Error(detail::concat("interpreter: ", ir::op_name(op), " is not binary"));
-}
-
 // Element strides of `shape` with the axes in `axes` zeroed: maps an input index to its output.
 Shape reduced_strides(const Shape& shape, const std::vector<int64_t>& axes) {
   Shape out_shape = shape;
@@ -194,20 +141,11 @@ std::vector<T> reduce_over_axes(const Node& n, T init, Combine combine) {
   return out;
 }
 
+// NaN wins a max or min fold (ir::scalar_op), as in PyTorch.
 void reduce(Node& n) {
-  const double inf = std::numeric_limits<double>::infinity();
-  switch (n.op) {
-    case Op::Sum: return store(n, reduce_over_axes(n, 0.0, [](double acc, double v) { return acc + v; }));
-    case Op::Prod: return store(n, reduce_over_axes(n, 1.0, [](double acc, double v) { return acc * v; }));
-    case Op::ReduceMax:
-      return store(n,
-                   reduce_over_axes(n, -inf, [](double acc, double v) { return std::isnan(v) || v > acc ? v : acc; }));
-    case Op::ReduceMin:
-      return store(n,
-                   reduce_over_axes(n, inf, [](double acc, double v) { return std::isnan(v) || v < acc ? v : acc; }));
-    default: break;
-  }
-  throw Error(detail::concat("interpreter: ", ir::op_name(n.op), " is not a reduction"));
+  const Op combine = ir::facts(n.op).combine;
+  store(n, reduce_over_axes(n, ir::reduction_identity(n.op),
+                            [combine](double acc, double v) { return ir::scalar_op(combine, acc, v, kDouble); }));
 }
 
 void arg_reduce(Node& n) {
@@ -308,40 +246,39 @@ void select_elements(Node& n) {
   }
 }
 
-void gather_family(Node& n) {
+void gather(Node& n) {
+  if (n.numel() > 0) return select_elements(n);
+  store(n, Values());
+}
+
+void index_add(Node& n) {
   const int64_t dim = n.ints[0];
-  switch (n.op) {
-    case Op::IndexSelect:
-    case Op::Gather:
-      if (n.numel() > 0) return select_elements(n);
-      return store(n, Values());
-    case Op::IndexAdd: {
-      Values out = read(n.inputs[0]), idx = read(n.inputs[1]), src = read(n.inputs[2]);
-      Around base = around(n.shape, dim);
-      const int64_t count = int64_t(idx.size());
-      for (int64_t o = 0; o < base.outer; ++o)
-        for (int64_t j = 0; j < count; ++j) {
-          int64_t dst = checked_index(idx[j], base.size, "index_add");
-          for (int64_t k = 0; k < base.inner; ++k)
-            out[(o * base.size + dst) * base.inner + k] += src[(o * count + j) * base.inner + k];
-        }
-      return store(n, out);
+  Values out = read(n.inputs[0]), idx = read(n.inputs[1]), src = read(n.inputs[2]);
+  Around base = around(n.shape, dim);
+  const int64_t count = int64_t(idx.size());
+  for (int64_t o = 0; o < base.outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t dst = checked_index(idx[j], base.size, "index_add");
+      for (int64_t k = 0; k < base.inner; ++k)
+        out[(o * base.size + dst) * base.inner + k] += src[(o * count + j) * base.inner + k];
     }
-    case Op::ScatterAdd: {  // the transpose of Gather: out = base, out[i with i[dim] = index[i]] += src[i]
-      const Operand& index_op = n.inputs[1];
-      Values idx = read(index_op), out = read(n.inputs[0]), src = read(n.inputs[2]);
-      const Shape strides = contiguous_strides(n.shape);
-      Shape walk = strides;  // position of an index element in the output, dim aside
-      walk[dim] = 0;
-      int64_t i = 0;
-      for_each_offset(index_op.view.sizes, walk, 0, [&](int64_t pos) {
-        out[pos + checked_index(idx[i], n.shape[dim], "scatter_add") * strides[dim]] += src[i];
-        ++i;
-      });
-      return store(n, out);
-    }
-    default: break;
-  }
+  store(n, out);
+}
+
+// The transpose of Gather: out = base, out[i with i[dim] = index[i]] += src[i].
+void scatter_add(Node& n) {
+  const int64_t dim = n.ints[0];
+  const Operand& index_op = n.inputs[1];
+  Values idx = read(index_op), out = read(n.inputs[0]), src = read(n.inputs[2]);
+  const Shape strides = contiguous_strides(n.shape);
+  Shape walk = strides;  // position of an index element in the output, dim aside
+  walk[dim] = 0;
+  int64_t i = 0;
+  for_each_offset(index_op.view.sizes, walk, 0, [&](int64_t pos) {
+    out[pos + checked_index(idx[i], n.shape[dim], "scatter_add") * strides[dim]] += src[i];
+    ++i;
+  });
+  store(n, out);
 }
 
 void cat(Node& n) {
@@ -492,73 +429,43 @@ void store_longs(Node& n, const Longs& v) {
   std::memcpy(n.result->data(), v.data(), v.size() * sizeof(int64_t));
 }
 
-int64_t wrapping(Op op, int64_t a, int64_t b) {
-  if (ir::op_kind(op) == ir::OpKind::Compare) return compare(op, a, b);
-  const uint64_t x = uint64_t(a), y = uint64_t(b);
-  switch (op) {
-    case Op::Add: return int64_t(x + y);
-    case Op::Sub: return int64_t(x - y);
-    case Op::Mul: return int64_t(x * y);
-    case Op::Div:  // truncated, as the float64 path; by zero 0, and INT64_MIN / -1 wraps
-      return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;
-    case Op::Max: return std::max(a, b);
-    case Op::Min: return std::min(a, b);
-    default: break;
-  }
-  throw Error(detail::concat("interpreter: ", ir::op_name(op), " has no int64 form"));
-}
-
-int64_t wrapping(Op op, int64_t a) {
-  switch (op) {
-    case Op::Neg: return int64_t(0 - uint64_t(a));
-    case Op::Abs: return a < 0 ? int64_t(0 - uint64_t(a)) : a;
-    case Op::Sign: return (a > 0) - (a < 0);
-    default: return a;  // Copy, Cast
-  }
-}
-
-// A reduction's combining op and initial value.
-std::pair<Op, int64_t> long_reduction(Op op) {
-  switch (op) {
-    case Op::Sum: return {Op::Add, 0};
-    case Op::Prod: return {Op::Mul, 1};
-    case Op::ReduceMax: return {Op::Max, std::numeric_limits<int64_t>::min()};
-    default: return {Op::Min, std::numeric_limits<int64_t>::max()};
-  }
-}
-
 bool is_long(const Operand& o) { return o.node->dtype == kLong; }
 
 // Whether n runs on the int64 path: its result and the operands it computes with are int64.
 bool on_longs(const Node& n) {
   switch (ir::op_kind(n.op)) {
-    case ir::OpKind::Unary:
-      return n.dtype == kLong && is_long(n.inputs[0]) &&
-             (n.op == Op::Copy || n.op == Op::Cast || n.op == Op::Neg || n.op == Op::Abs || n.op == Op::Sign);
-    case ir::OpKind::Binary: return n.dtype == kLong && is_long(n.inputs[0]) && is_long(n.inputs[1]) && n.op != Op::Pow;
+    case ir::OpKind::Unary: return n.dtype == kLong && is_long(n.inputs[0]) && ir::has_wrapping_form(n.op);
+    case ir::OpKind::Binary:
+      return n.dtype == kLong && is_long(n.inputs[0]) && is_long(n.inputs[1]) && ir::has_wrapping_form(n.op);
     case ir::OpKind::Compare: return is_long(n.inputs[0]) && is_long(n.inputs[1]);
     case ir::OpKind::Select: return n.dtype == kLong && is_long(n.inputs[1]) && is_long(n.inputs[2]);
     case ir::OpKind::Reduce: return n.dtype == kLong && is_long(n.inputs[0]);
-    default: return false;
+    case ir::OpKind::Leaf:
+    case ir::OpKind::ArgReduce:
+    case ir::OpKind::Matmul:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cat:
+    case ir::OpKind::WriteView: return false;
   }
+  return false;
 }
 
 void compute_longs(Node& n) {
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::Unary: {
       Longs x = read<int64_t>(n.inputs[0]);
-      for (int64_t& v : x) v = wrapping(n.op, v);
+      for (int64_t& v : x) v = ir::wrapping_op(n.op, v, 0);
       return store_longs(n, x);
     }
     case ir::OpKind::Binary: {
       Longs a = read<int64_t>(n.inputs[0]), b = read<int64_t>(n.inputs[1]);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = wrapping(n.op, a[i], b[i]);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = ir::wrapping_op(n.op, a[i], b[i]);
       return store_longs(n, a);
     }
     case ir::OpKind::Compare: {
       Longs a = read<int64_t>(n.inputs[0]), b = read<int64_t>(n.inputs[1]);
       Values out(a.size());
-      for (size_t i = 0; i < a.size(); ++i) out[i] = double(wrapping(n.op, a[i], b[i]));
+      for (size_t i = 0; i < a.size(); ++i) out[i] = double(ir::wrapping_op(n.op, a[i], b[i]));
       return store(n, out);
     }
     case ir::OpKind::Select: {
@@ -568,11 +475,17 @@ void compute_longs(Node& n) {
       return store_longs(n, a);
     }
     case ir::OpKind::Reduce: {
-      const auto [combine, init] = long_reduction(n.op);
-      return store_longs(
-          n, reduce_over_axes(n, init, [op = combine](int64_t acc, int64_t v) { return wrapping(op, acc, v); }));
+      const Op combine = ir::facts(n.op).combine;
+      return store_longs(n, reduce_over_axes(n, ir::wrapping_reduction_identity(n.op), [combine](int64_t acc, int64_t v) {
+                           return ir::wrapping_op(combine, acc, v);
+                         }));
     }
-    default: break;
+    case ir::OpKind::Leaf:
+    case ir::OpKind::ArgReduce:
+    case ir::OpKind::Matmul:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cat:
+    case ir::OpKind::WriteView: break;  // on_longs() is false for these
   }
 }
 
@@ -585,41 +498,83 @@ void longs_to_floats(Node& n) {
   for (size_t i = 0; i < x.size(); ++i) out[i] = float(x[i]);
 }
 
+void constant(Node& n) {
+  if (n.dtype == kLong) return store_longs(n, Longs(size_t(n.numel()), n.int_scalar));  // exact
+  store(n, Values(n.numel(), n.scalar));
+}
+
+void unary(Node& n) {
+  Values x = read(n.inputs[0]);
+  if (n.op == Op::Cast && n.dtype == kBool)
+    for (double& v : x) v = v != 0;
+  else
+    for (double& v : x) v = ir::scalar_op(n.op, v, 0, n.inputs[0].node->dtype);
+  store(n, x);
+}
+
+void binary(Node& n) {
+  Values a = read(n.inputs[0]), b = read(n.inputs[1]);
+  const ScalarType t = n.inputs[0].node->dtype;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = ir::scalar_op(n.op, a[i], b[i], t);
+  store(n, a);
+}
+
+void where(Node& n) {
+  Values c = read(n.inputs[0]), a = read(n.inputs[1]), b = read(n.inputs[2]);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = c[i] != 0 ? a[i] : b[i];
+  store(n, a);
+}
+
+// One case per op: a new op in tracer/ops.def does not compile until it is handled here.
 void compute(Node& n) {
   if (on_longs(n)) return compute_longs(n);
   if (n.op == Op::Cast && n.dtype == kFloat && is_long(n.inputs[0])) return longs_to_floats(n);
-  switch (ir::op_kind(n.op)) {
-    case ir::OpKind::Leaf: {
-      KILN_CHECK(n.op == Op::Const, "interpreter: input node without data");
-      if (n.dtype == kLong) return store_longs(n, Longs(size_t(n.numel()), n.int_scalar));  // exact
-      return store(n, Values(n.numel(), n.scalar));
-    }
-    case ir::OpKind::Unary: {
-      Values x = read(n.inputs[0]);
-      if (n.op == Op::Cast && n.dtype == kBool)
-        for (double& v : x) v = v != 0;
-      else
-        for (double& v : x) v = unary(n.op, v);
-      return store(n, x);
-    }
-    case ir::OpKind::Binary:
-    case ir::OpKind::Compare: {
-      Values a = read(n.inputs[0]), b = read(n.inputs[1]);
-      const ScalarType t = n.inputs[0].node->dtype;
-      for (size_t i = 0; i < a.size(); ++i) a[i] = binary(n.op, a[i], b[i], t);
-      return store(n, a);
-    }
-    case ir::OpKind::Select: {
-      Values c = read(n.inputs[0]), a = read(n.inputs[1]), b = read(n.inputs[2]);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = c[i] != 0 ? a[i] : b[i];
-      return store(n, a);
-    }
-    case ir::OpKind::Reduce: return reduce(n);
-    case ir::OpKind::ArgReduce: return arg_reduce(n);
-    case ir::OpKind::Matmul: return matmul(n);
-    case ir::OpKind::Gather: return gather_family(n);
-    case ir::OpKind::Cat: return cat(n);
-    case ir::OpKind::WriteView: return write_view(n);
+  switch (n.op) {
+    case Op::Const: return constant(n);
+    case Op::Input: throw Error("interpreter: input node without data");
+    case Op::Copy:
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Abs:
+    case Op::Sign:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Not: return unary(n);
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Max:
+    case Op::Min:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge: return binary(n);
+    case Op::Where: return where(n);
+    case Op::Sum:
+    case Op::Prod:
+    case Op::ReduceMax:
+    case Op::ReduceMin: return reduce(n);
+    case Op::ArgMax:
+    case Op::ArgMin: return arg_reduce(n);
+    case Op::Matmul: return matmul(n);
+    case Op::IndexSelect:
+    case Op::Gather: return gather(n);
+    case Op::IndexAdd: return index_add(n);
+    case Op::ScatterAdd: return scatter_add(n);
+    case Op::Cat: return cat(n);
+    case Op::WriteView:
+    case Op::AddView: return write_view(n);
   }
 }
 

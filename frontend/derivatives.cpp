@@ -180,6 +180,11 @@ const Row kRows[] = {
 };
 // clang-format on
 
+// The ops with no gradient, said so rather than left out: their results are constants, indices
+// or booleans. Every op is in kRows or here (Derivatives.EveryOpIsDeclared checks).
+const Op kNoGradient[] = {Op::Const, Op::Input, Op::Not, Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::ArgMax,
+                          Op::ArgMin};
+
 const Derivative kViewRows[] = {
     {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},
     {"PermuteBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
@@ -265,12 +270,14 @@ void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs
 
 const Derivative* derivative(ir::Op op) {
   static const std::vector<const Derivative*> table = [] {
-    std::vector<const Derivative*> t(64, nullptr);
+    std::vector<const Derivative*> t(ir::kOpCount, nullptr);
     for (const auto& row : kRows) t[size_t(row.op)] = &row.d;
     return t;
   }();
   return table[size_t(op)];
 }
+
+bool declared_without_gradient(ir::Op op) { return std::count(std::begin(kNoGradient), std::end(kNoGradient), op) > 0; }
 
 const Derivative& view_derivative(ViewKind kind) { return kViewRows[size_t(kind)]; }
 

@@ -40,6 +40,8 @@ struct Derivative {
 
 // The row for `op`, or null when the op has no gradient (comparisons, argmax, leaves).
 const Derivative* derivative(ir::Op op);
+// Whether the table says `op` has no gradient (an op with neither a row nor this is a mistake).
+bool declared_without_gradient(ir::Op op);
 const Derivative& view_derivative(ViewKind kind);
 
 // Records `op` over `inputs` and attaches its backward node when gradients flow.

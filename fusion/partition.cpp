@@ -33,8 +33,14 @@ bool is_pointwise(const Node& n) {
     case OpKind::Compare:
     case OpKind::Select: return true;
     case OpKind::Leaf: return n.op == Op::Const;
-    default: return false;
+    case OpKind::Reduce:
+    case OpKind::ArgReduce:
+    case OpKind::Matmul:
+    case OpKind::Gather:
+    case OpKind::Cat:
+    case OpKind::WriteView: return false;
   }
+  return false;
 }
 bool is_reduction(const Node& n) { return ir::op_kind(n.op) == OpKind::Reduce; }
 // A constant is the same under any view: every kernel reading one computes it inline (its value

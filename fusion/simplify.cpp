@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fusion/passes.h"
+#include "tracer/op_scalar.h"
 
 namespace kiln::fusion {
 namespace {
@@ -41,21 +42,23 @@ const ir::Operand* identity_operand(const ir::Node& n) {
   return nullptr;
 }
 
-// The value of an elementwise op on constant operands, if it folds exactly as the backends do.
+// The value of an elementwise op on constant operands, if it folds exactly as the backends
+// compute it: an op correctly rounded in IEEE arithmetic (ops.def's kExact), on floating operands,
+// in float64 from the constants as a float32 kernel holds them, then rounded to float32 (a double
+// rounding that is exact for these ops).
 bool fold(const ir::Node& n, double& out) {
+  const ir::OpKind kind = ir::op_kind(n.op);
+  if (kind != ir::OpKind::Unary && kind != ir::OpKind::Binary) return false;
+  if (!ir::facts(n.op).has(ir::kExact) || !is_floating(n.dtype)) return false;
+  // A Copy is left alone: it materializes a value where the frontend asked for one, and the
+  // partitioner plans around it (folding it gave LayerNorm's backward three passes per row).
+  if (n.op == Op::Copy) return false;
   for (const auto& in : n.inputs)
-    if (in.node->op != Op::Const) return false;
-  if (n.inputs.empty() || !is_floating(n.dtype)) return false;
-  const double a = n.inputs[0].node->scalar, b = n.inputs.size() > 1 ? n.inputs[1].node->scalar : 0;
-  switch (n.op) {
-    case Op::Neg: out = -a; break;
-    case Op::Add: out = a + b; break;
-    case Op::Sub: out = a - b; break;
-    case Op::Mul: out = a * b; break;
-    case Op::Div: out = a / b; break;
-    default: return false;
-  }
-  if (n.dtype == kFloat) out = double(float(out));  // rounded as a float32 kernel would
+    if (in.node->op != Op::Const || in.node->dtype != n.dtype) return false;
+  double a = n.inputs[0].node->scalar, b = n.inputs.size() > 1 ? n.inputs[1].node->scalar : 0;
+  if (n.dtype == kFloat) a = double(float(a)), b = double(float(b));  // a float32 kernel's constants
+  out = ir::scalar_op(n.op, a, b, n.dtype);
+  if (n.dtype == kFloat) out = double(float(out));
   return true;
 }
 

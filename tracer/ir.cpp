@@ -4,37 +4,22 @@
 
 namespace kiln::ir {
 
-const char* op_name(Op op) {
-  static const char* names[] = {
-#define X(name, kind) #name,
+const OpFacts& facts(Op op) {
+  static const OpFacts table[] = {
+#define X(name, kind, cost, traits, combine) {#name, OpKind::kind, cost, traits, Op::combine},
 #include "tracer/ops.def"
 #undef X
   };
-  return names[int(op)];
+  return table[int(op)];
 }
 
-OpKind op_kind(Op op) {
-  static const OpKind kinds[] = {
-#define X(name, kind) OpKind::kind,
+const Op* all_ops() {
+  static const Op ops[] = {
+#define X(name, kind, cost, traits, combine) Op::name,
 #include "tracer/ops.def"
 #undef X
   };
-  return kinds[int(op)];
-}
-
-// A float32 transcendental function is a few dozen vector operations in a compiled kernel.
-int op_cost(Op op) {
-  switch (op) {
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Erf:
-    case Op::Tanh:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Pow: return 20;
-    default: return 1;
-  }
+  return ops;
 }
 
 static std::string short_id(const void* p) {

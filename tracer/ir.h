@@ -16,17 +16,35 @@
 namespace kiln::ir {
 
 enum class Op : uint8_t {
-#define X(name, kind) name,
+#define X(name, kind, cost, traits, combine) name,
 #include "tracer/ops.def"
 #undef X
 };
+inline constexpr int kOpCount = 0
+#define X(name, kind, cost, traits, combine) +1
+#include "tracer/ops.def"
+#undef X
+    ;
 enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Reduce, ArgReduce, Matmul, Gather, Cat, WriteView };
 
-const char* op_name(Op op);
-OpKind op_kind(Op op);
-// What computing a node's value once more costs, in simple operations: fusion weighs recomputing
-// a value against storing it by this (fusion/partition.cpp, codegen/halide/lower.cpp).
-int op_cost(Op op);
+// An op's traits (tracer/ops.def says what each means).
+enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4 };
+
+// What tracer/ops.def says of one op.
+struct OpFacts {
+  const char* name;
+  OpKind kind;
+  int cost;    // simple operations per element (fusion/partition.cpp, codegen/halide/lower.cpp)
+  uint8_t traits;
+  Op combine;  // a reduction's binary op; the op itself otherwise
+  bool has(OpTraits t) const { return (traits & t) != 0; }
+};
+const OpFacts& facts(Op op);
+inline const char* op_name(Op op) { return facts(op).name; }
+inline OpKind op_kind(Op op) { return facts(op).kind; }
+inline int op_cost(Op op) { return facts(op).cost; }
+// Every op, in the table's order (tests and the random-program generator walk it).
+const Op* all_ops();
 
 struct Node;
 using NodePtr = std::shared_ptr<Node>;

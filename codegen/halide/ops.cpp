@@ -131,6 +131,12 @@ Expr nan_bits(Expr x) {
 // max than the bits); for float64 the bits, as a reviewer's program lost a float64 NaN to is_nan
 // in a kernel mixing both precisions.
 Expr is_nan_value(Expr x) { return x.type().bits() == 64 ? nan_bits(x) : is_nan(x); }
+// |x| of a float by clearing its sign bit, as C's fabs: Halide's abs kept -0.0 negative in
+// float64 kernels, where the interpreter and libtorch give +0.0.
+Expr float_abs(Expr x) {
+  if (x.type().bits() == 64) return reinterpret(x.type(), reinterpret(Int(64), x) & Expr(int64_t(0x7fffffffffffffff)));
+  return reinterpret(x.type(), reinterpret(Int(32), x) & 0x7fffffff);
+}
 // x clamped to [lo, hi], NaN kept: each comparison is false for NaN, so NaN falls through to x
 // (Halide's clamp compiles to x86's min and max, which answer the bound). A NaN then runs through
 // the polynomial that follows and comes out NaN with no test of its own. Each select compares the
@@ -209,8 +215,38 @@ Expr vector_tanh(Expr x) {
   return c * (p / q);
 }
 
+// A comparison of floats that may be NaN, as the interpreter (and C) compares them.
+Expr lower_compare(Op op, const std::vector<Expr>& a) {
+  // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
+  // for a float that may be NaN, the answer depends on whether it is one (x != x is how
+  // programs ask).
+  if (is_float(a[0]) && Internal::equal(a[0], a[1])) {
+    const Expr nan = nan_bits(a[0]);
+    if (op == Op::Eq || op == Op::Le || op == Op::Ge) return !nan;
+    if (op == Op::Ne) return nan;
+    return const_false();
+  }
+  // Halide marks a float compare no-NaNs for LLVM even under strict_float (only float-typed
+  // expressions are made strict): a vector compare is right regardless, but a scalar == tests x86's
+  // zero flag alone, which NaN sets too (NaN == 0 was true in a one-element kernel). Compiled
+  // inside strict_float, the compare keeps its parity test; vectors compile as before.
+  auto unordered_safe = [&](Expr compare) { return is_float(a[0]) ? strict_float(compare) : compare; };
+  // Halide's simplifier also rewrites a <= b as !(b < a), true where either is NaN: for floats,
+  // NaN is tested on the bits, so that NaN compares false as in the interpreter (relu(NaN) was 0).
+  auto ordered = [&](Expr compare) {
+    return is_float(a[0]) ? compare && !(nan_bits(a[0]) || nan_bits(a[1])) : compare;
+  };
+  if (op == Op::Eq) return unordered_safe(a[0] == a[1]);
+  if (op == Op::Ne) return unordered_safe(a[0] != a[1]);
+  if (op == Op::Lt) return a[0] < a[1];
+  if (op == Op::Le) return ordered(a[0] <= a[1]);
+  if (op == Op::Gt) return a[0] > a[1];
+  return ordered(a[0] >= a[1]);
+}
+
 }  // namespace
 
+// One case per op: a new op in tracer/ops.def does not compile until it is handled here.
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
   const Type t = value_type(n.dtype);
   switch (n.op) {
@@ -224,7 +260,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Cos: return cos(a[0]);
     case Op::Sqrt: return sqrt(a[0]);
     case Op::Recip: return make_one(t) / a[0];
-    case Op::Abs: return cast(t, abs(a[0]));
+    case Op::Abs: return t.is_float() ? float_abs(a[0]) : cast(t, abs(a[0]));
     case Op::Sign: return select(a[0] > 0, make_one(t), select(a[0] < 0, cast(t, -1), a[0]));
     case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
     case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", {a[0]});
@@ -250,42 +286,33 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
       if (t.is_bool()) return a[0] && a[1];
       return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], min(a[0], a[1]))
                             : min(a[0], a[1]);
-    default: break;
-  }
-  // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
-  // for a float that may be NaN, the answer depends on whether it is one (x != x is how
-  // programs ask).
-  if (ir::op_kind(n.op) == ir::OpKind::Compare && is_float(a[0]) && Internal::equal(a[0], a[1])) {
-    const Expr nan = nan_bits(a[0]);
-    switch (n.op) {
-      case Op::Eq:
-      case Op::Le:
-      case Op::Ge: return !nan;
-      case Op::Ne: return nan;
-      default: return const_false();
-    }
-  }
-  // Halide marks a float compare no-NaNs for LLVM even under strict_float (only float-typed
-  // expressions are made strict): a vector compare is right regardless, but a scalar == tests x86's
-  // zero flag alone, which NaN sets too (NaN == 0 was true in a one-element kernel). Compiled
-  // inside strict_float, the compare keeps its parity test; vectors compile as before.
-  auto unordered_safe = [&](Expr compare) { return is_float(a[0]) ? strict_float(compare) : compare; };
-  // Halide's simplifier also rewrites a <= b as !(b < a), true where either is NaN: for floats,
-  // NaN is tested on the bits, so that NaN compares false as in the interpreter (relu(NaN) was 0).
-  auto ordered = [&](Expr compare) {
-    return is_float(a[0]) ? compare && !(nan_bits(a[0]) || nan_bits(a[1])) : compare;
-  };
-  switch (n.op) {
-    case Op::Eq: return unordered_safe(a[0] == a[1]);
-    case Op::Ne: return unordered_safe(a[0] != a[1]);
-    case Op::Lt: return a[0] < a[1];
-    case Op::Le: return ordered(a[0] <= a[1]);
-    case Op::Gt: return a[0] > a[1];
-    case Op::Ge: return ordered(a[0] >= a[1]);
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge: return lower_compare(n.op, a);
     case Op::Where: return select(a[0], a[1], a[2]);
-    default: break;
+    // Not elementwise: lower.cpp builds these as Funcs of their own (leaves, reductions, data
+    // movement), never as an expression of their operands.
+    case Op::Const:
+    case Op::Input:
+    case Op::Sum:
+    case Op::Prod:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+    case Op::ArgMax:
+    case Op::ArgMin:
+    case Op::Matmul:
+    case Op::IndexSelect:
+    case Op::Gather:
+    case Op::IndexAdd:
+    case Op::ScatterAdd:
+    case Op::Cat:
+    case Op::WriteView:
+    case Op::AddView: break;
   }
-  throw Error(detail::concat("halide: no lowering for ", ir::op_name(n.op)));
+  throw Error(detail::concat("halide: ", ir::op_name(n.op), " is not an elementwise op"));
 }
 
 // A reducing node's initial value, and its update of `acc` by `x`.

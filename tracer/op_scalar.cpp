@@ -1,0 +1,166 @@
+#include "tracer/op_scalar.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/error.h"
+
+namespace kiln::ir {
+
+namespace {
+[[noreturn]] void not_elementwise(Op op, const char* what) {
+  throw Error(detail::concat("ir: ", op_name(op), " is not ", what));
+}
+double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps -0, 0 and NaN
+double nan_or(double a, double b, double value) { return std::isnan(a) || std::isnan(b) ? NAN : value; }
+}  // namespace
+
+double scalar_op(Op op, double a, double b, ScalarType operands) {
+  switch (op) {
+    case Op::Copy:
+    case Op::Cast: return a;
+    case Op::Neg: return -a;
+    case Op::Exp: return std::exp(a);
+    case Op::Log: return std::log(a);
+    case Op::Log1p: return std::log1p(a);
+    case Op::Sin: return std::sin(a);
+    case Op::Cos: return std::cos(a);
+    case Op::Sqrt: return std::sqrt(a);
+    case Op::Recip: return 1.0 / a;
+    case Op::Abs: return std::fabs(a);
+    case Op::Sign: return sign(a);
+    case Op::Tanh: return std::tanh(a);
+    case Op::Erf: return std::erf(a);
+    case Op::Not: return a == 0 ? 1.0 : 0.0;
+    case Op::Add: return a + b;
+    case Op::Sub: return a - b;
+    case Op::Mul: return a * b;
+    case Op::Div:
+      if (operands == kLong) return b == 0 ? 0 : std::trunc(a / b);  // C's, as int64 kernels
+      return a / b;
+    case Op::Pow: return std::pow(a, b);
+    case Op::Max: return nan_or(a, b, std::max(a, b));
+    case Op::Min: return nan_or(a, b, std::min(a, b));
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    case Op::Const:
+    case Op::Input:
+    case Op::Where:
+    case Op::Sum:
+    case Op::Prod:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+    case Op::ArgMax:
+    case Op::ArgMin:
+    case Op::Matmul:
+    case Op::IndexSelect:
+    case Op::Gather:
+    case Op::IndexAdd:
+    case Op::ScatterAdd:
+    case Op::Cat:
+    case Op::WriteView:
+    case Op::AddView: break;
+  }
+  not_elementwise(op, "an elementwise op");
+}
+
+bool has_wrapping_form(Op op) {
+  switch (op) {
+    case Op::Copy:
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Sign:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Min:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge: return true;
+    case Op::Const:
+    case Op::Input:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Not:
+    case Op::Pow:
+    case Op::Where:
+    case Op::Sum:
+    case Op::Prod:
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+    case Op::ArgMax:
+    case Op::ArgMin:
+    case Op::Matmul:
+    case Op::IndexSelect:
+    case Op::Gather:
+    case Op::IndexAdd:
+    case Op::ScatterAdd:
+    case Op::Cat:
+    case Op::WriteView:
+    case Op::AddView: return false;
+  }
+  return false;
+}
+
+int64_t wrapping_op(Op op, int64_t a, int64_t b) {
+  if (!has_wrapping_form(op)) not_elementwise(op, "an int64 op");
+  const uint64_t x = uint64_t(a), y = uint64_t(b);
+  switch (op) {
+    case Op::Neg: return int64_t(0 - x);
+    case Op::Abs: return a < 0 ? int64_t(0 - x) : a;
+    case Op::Sign: return (a > 0) - (a < 0);
+    case Op::Add: return int64_t(x + y);
+    case Op::Sub: return int64_t(x - y);
+    case Op::Mul: return int64_t(x * y);
+    case Op::Div: return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;  // by zero 0; INT64_MIN / -1 wraps
+    case Op::Max: return std::max(a, b);
+    case Op::Min: return std::min(a, b);
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    default: return a;  // Copy and Cast (has_wrapping_form lists the rest)
+  }
+}
+
+double reduction_identity(Op reduce) {
+  switch (facts(reduce).combine) {
+    case Op::Add: return 0;
+    case Op::Mul: return 1;
+    case Op::Max: return -std::numeric_limits<double>::infinity();
+    case Op::Min: return std::numeric_limits<double>::infinity();
+    default: not_elementwise(reduce, "a reduction");
+  }
+}
+
+int64_t wrapping_reduction_identity(Op reduce) {
+  switch (facts(reduce).combine) {
+    case Op::Add: return 0;
+    case Op::Mul: return 1;
+    case Op::Max: return std::numeric_limits<int64_t>::min();
+    case Op::Min: return std::numeric_limits<int64_t>::max();
+    default: not_elementwise(reduce, "a reduction");
+  }
+}
+
+}  // namespace kiln::ir

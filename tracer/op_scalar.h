@@ -1,0 +1,26 @@
+// What each elementwise op means on one element: in float64 (the reference interpreter's
+// arithmetic, and constant folding's) and on int64 (wrapping, as int64 kernels compute). Written
+// once here; codegen/interpreter.cpp and fusion/simplify.cpp both read it, and each switch names
+// every op (no default), so a new op in tracer/ops.def is a compile error until it has a meaning.
+#pragma once
+#include <cstdint>
+
+#include "tracer/ir.h"
+
+namespace kiln::ir {
+
+// op(a) or op(a, b) in float64; `operands` is the operands' dtype (int64 division truncates).
+// Max and Min return NaN when either operand is NaN, as PyTorch. Throws kiln::Error for an op
+// that is not elementwise (a Leaf, Select or any reduction or data movement).
+double scalar_op(Op op, double a, double b, ScalarType operands);
+// op(a) or op(a, b) on int64, wrapping on overflow; a comparison returns 0 or 1. Throws for the
+// ops that have no int64 form (Pow and the transcendental functions run in float64).
+int64_t wrapping_op(Op op, int64_t a, int64_t b);
+// Whether wrapping_op computes `op`.
+bool has_wrapping_form(Op op);
+
+// Where a reduction's fold starts: the identity of its combining op (ir::facts(op).combine).
+double reduction_identity(Op reduce);
+int64_t wrapping_reduction_identity(Op reduce);
+
+}  // namespace kiln::ir
