@@ -84,6 +84,12 @@ TEST(TorchDataSamplers, SequentialAndDistributed) {
   sequential.reset(2);
   EXPECT_EQ(sequential.next(8).value(), (std::vector<size_t>{0, 1}));
 
+  samplers::StreamSampler stream(5);
+  EXPECT_EQ(stream.next(2), std::optional<size_t>(2));
+  EXPECT_EQ(stream.next(2), std::optional<size_t>(2));
+  EXPECT_EQ(stream.next(2), std::optional<size_t>(1));
+  EXPECT_FALSE(stream.next(2).has_value());
+
   // Values from libtorch 1.13 (size 10, 3 replicas).
   samplers::DistributedRandomSampler random(10, 3, 1);
   EXPECT_EQ(random.next(100).value(), (std::vector<size_t>{9, 1, 4, 7}));
@@ -122,9 +128,7 @@ TEST(TorchDataLoader, SequentialBatchesOptionsAndDropLast) {
 
 TEST(TorchDataLoader, WorkersGiveTheMainThreadsBatchesInOrder) {
   for (size_t batch_size : {1, 7}) {
-    torch::manual_seed(3);
     auto main_thread = make_data_loader(Numbers(50).map(transforms::Stack<>()), batch_size);
-    torch::manual_seed(3);
     Numbers slow(50);
     slow.delay = std::chrono::milliseconds(1);
     auto workers = make_data_loader(std::move(slow).map(transforms::Stack<>()),
@@ -132,16 +136,19 @@ TEST(TorchDataLoader, WorkersGiveTheMainThreadsBatchesInOrder) {
     for (int e = 0; e < 2; ++e) {
       std::vector<std::vector<float>> data_main, data_workers;
       Batches targets_main, targets_workers;
+      torch::manual_seed(10 + e);  // the same permutation for both
       for (auto& b : *main_thread) {
         data_main.push_back(b.data.to_vector<float>());
         targets_main.push_back(b.target.to_vector<int64_t>());
       }
+      torch::manual_seed(10 + e);
       for (auto& b : *workers) {
         data_workers.push_back(b.data.to_vector<float>());
         targets_workers.push_back(b.target.to_vector<int64_t>());
       }
       EXPECT_EQ(targets_workers, targets_main) << "batch size " << batch_size << ", epoch " << e;
       EXPECT_EQ(data_workers, data_main);
+      EXPECT_EQ(targets_main.size(), (50 + batch_size - 1) / batch_size);
     }
   }
   // Without enforce_ordering every example still comes once.
@@ -175,6 +182,14 @@ TEST(TorchDataLoader, DestroyedMidEpochJoinsItsWorkers) {
     break;
   }
   EXPECT_EQ(epoch(*loader), (Batches{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
+}
+
+TEST(TorchDataLoader, TimeoutWaitingForAWorker) {
+  Numbers slow(4);
+  slow.delay = std::chrono::milliseconds(300);
+  auto loader =
+      make_data_loader(slow, DataLoaderOptions().batch_size(2).workers(1).timeout(std::chrono::milliseconds(10)));
+  EXPECT_THROW_WITH(epoch(*loader), "DataLoader: timeout while waiting for the next batch (timeout was 10 ms)");
 }
 
 // Throws at example 5.
