@@ -33,59 +33,74 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed) {
   return order;
 }
 
+// The checks before anything is built from the tensors.
+int64_t checked_size(const Tensor& inputs, const Tensor& targets, int64_t batch_size) {
+  KILN_CHECK(inputs.defined() && targets.defined(), "DataLoader: inputs and targets must be defined tensors");
+  KILN_CHECK(batch_size > 0, "DataLoader: batch_size must be positive, got ", batch_size);
+  KILN_CHECK(inputs.dim() >= 1 && targets.dim() >= 1, "DataLoader: inputs ", inputs.sizes().vec(), " and targets ",
+             targets.sizes().vec(), " need a dim 0 to batch along");
+  KILN_CHECK(inputs.size(0) == targets.size(0), "DataLoader: inputs ", inputs.sizes().vec(), " and targets ",
+             targets.sizes().vec(), " differ in size along dim 0");
+  return inputs.size(0);
+}
+
 }  // namespace
 
-DataLoader::DataLoader(Tensor inputs, Tensor targets, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last)
-    : inputs_(std::move(inputs)), targets_(std::move(targets)), batch_size_(batch_size), dataset_size_(0),
-      shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
-  KILN_CHECK(inputs_.defined() && targets_.defined(), "DataLoader: inputs and targets must be defined tensors");
-  KILN_CHECK(batch_size_ > 0, "DataLoader: batch_size must be positive, got ", batch_size_);
-  KILN_CHECK(inputs_.dim() >= 1 && targets_.dim() >= 1, "DataLoader: inputs ", inputs_.sizes().vec(), " and targets ",
-             targets_.sizes().vec(), " need a dim 0 to batch along");
-  KILN_CHECK(inputs_.size(0) == targets_.size(0), "DataLoader: inputs ", inputs_.sizes().vec(), " and targets ",
-             targets_.sizes().vec(), " differ in size along dim 0");
-  dataset_size_ = inputs_.size(0);
-  order_ = epoch_order(dataset_size_, shuffle_, seed_);  // epoch 0's order, until start_epoch()
+void DataLoader::EpochOrder::start_next() {
+  ++epoch;
+  if (shuffle) indices = epoch_order(size, true, seed + uint64_t(epoch));
+}
+
+DataLoader::Rows::Rows(Tensor inputs, Tensor targets, bool shuffle)
+    : inputs(std::move(inputs)), targets(std::move(targets)), shuffle(shuffle) {}
+
+Batch DataLoader::Rows::take(ArrayRef<size_t> indices) const {
+  if (!shuffle) {  // in order: indices is a run
+    const int64_t start = int64_t(indices.front()), length = int64_t(indices.size());
+    return {inputs.narrow(0, start, length), targets.narrow(0, start, length)};
+  }
+  const Tensor index = tensor(std::vector<int64_t>(indices.begin(), indices.end()), kLong);
+  return {index_select(inputs, 0, index), index_select(targets, 0, index)};
+}
+
+void DataLoader::EpochSampler::reset(std::optional<size_t>) {
+  order->start_next();
+  position = 0;
+}
+
+std::optional<std::vector<size_t>> DataLoader::EpochSampler::next(size_t batch_size) {
+  const size_t size = order->indices.size();
+  if (position >= size) return std::nullopt;
+  const size_t end = std::min(size, position + batch_size);
+  std::vector<size_t> batch(order->indices.begin() + int64_t(position), order->indices.begin() + int64_t(end));
+  position = end;
+  return batch;
+}
+
+DataLoader::DataLoader(Tensor inputs, Tensor targets, int64_t batch_size, bool shuffle, uint64_t seed, bool drop_last,
+                       size_t workers)
+    : batch_size_(batch_size),
+      dataset_size_(checked_size(inputs, targets, batch_size)),
+      drop_last_(drop_last),
+      rows_(std::move(inputs), std::move(targets), shuffle) {
+  // epoch 0's order, until start_epoch()
+  order_ = std::make_shared<EpochOrder>(
+      EpochOrder{dataset_size_, shuffle, seed, -1, epoch_order(dataset_size_, shuffle, seed)});
+  loader_ = make_data_loader(rows_, EpochSampler(order_),
+                             DataLoaderOptions(size_t(batch_size)).drop_last(drop_last).workers(workers));
 }
 
 int64_t DataLoader::num_batches() const {
   return drop_last_ ? dataset_size_ / batch_size_ : (dataset_size_ + batch_size_ - 1) / batch_size_;
 }
 
-void DataLoader::start_epoch() {
-  ++epoch_;
-  if (shuffle_) order_ = epoch_order(dataset_size_, true, seed_ + uint64_t(epoch_));
-}
-
 Batch DataLoader::batch(int64_t i) const {
-  KILN_CHECK(i >= 0 && i < num_batches(), "DataLoader: batch ", i, " is out of range: ", num_batches(),
-             " batches of ", batch_size_, " from inputs ", inputs_.sizes().vec());
+  KILN_CHECK(i >= 0 && i < num_batches(), "DataLoader: batch ", i, " is out of range: ", num_batches(), " batches of ",
+             batch_size_, " from inputs ", rows_.inputs.sizes().vec());
   const int64_t start = i * batch_size_;
   const int64_t length = std::min(batch_size_, dataset_size_ - start);
-  if (!shuffle_) return {inputs_.narrow(0, start, length), targets_.narrow(0, start, length)};
-  const std::vector<int64_t> picked(order_.begin() + start, order_.begin() + start + length);
-  const Tensor index = tensor(picked, kLong);
-  return {index_select(inputs_, 0, index), index_select(targets_, 0, index)};
-}
-
-DataLoader::Iterator DataLoader::begin() {
-  start_epoch();
-  return Iterator(this, 0);
-}
-
-Batch& DataLoader::Iterator::operator*() {
-  if (!made_) {
-    current_ = loader_->batch(index_);
-    made_ = true;
-  }
-  return current_;
-}
-
-DataLoader::Iterator& DataLoader::Iterator::operator++() {
-  ++index_;
-  made_ = false;
-  current_ = Batch{};
-  return *this;
+  const std::vector<size_t> picked(order_->indices.begin() + start, order_->indices.begin() + start + length);
+  return rows_.take(picked);
 }
 
 }  // namespace kiln::data
