@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "frontend/autograd.h"
+#include "frontend/conv_args.h"
 #include "frontend/derivatives.h"
 #include "frontend/moments.h"
 #include "frontend/ops.h"
@@ -16,18 +17,11 @@
 
 namespace kiln {
 
+using detail::Pair;
+using detail::pair;
 using detail::shape_str;
 
 namespace {
-
-// A 2-D parameter given as one value or two (libtorch accepts both).
-struct Pair {
-  int64_t h, w;
-};
-Pair pair(IntArrayRef v, const char* op, const char* what) {
-  KILN_CHECK(v.size() == 1 || v.size() == 2, op, ": ", what, " must be one int or two, got ", v.vec());
-  return v.size() == 1 ? Pair{v[0], v[0]} : Pair{v[0], v[1]};
-}
 
 // Pads the last two axes of x (any rank >= 2) with `value`: rows top/bottom, columns left/right.
 Tensor pad2d(const Tensor& x, int64_t top, int64_t bottom, int64_t left, int64_t right, double value) {

@@ -199,6 +199,57 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
                   bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
+// input [N, C, L] or [C, L], weight [O, C / groups, kW] (conv_transpose.cpp).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+              IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// input [N, C, H, W] or [C, H, W], weight [C, O / groups, kH, kW]; libtorch's argument order
+// (groups before dilation). The output is (in - 1) * stride - 2 * padding + dilation * (k - 1) +
+// output_padding + 1 per spatial dimension.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+// input [N, C, L] or [C, L], weight [C, O / groups, kW].
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+// torch::pad: mode "constant" (with value, default 0), "reflect", "replicate" or "circular";
+// pad = {left, right[, top, bottom[, front, back]]} from the last dimension back.
+Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode = "constant",
+           std::optional<double> value = std::nullopt);
+// 1-D pooling over [N, C, L] or [C, L] (pooling.cpp); stride {} means the kernel size.
+Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+// The maxima and their positions along L (int64), the first maximum of each window.
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = 0,
+                                                   IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+// Adaptive pooling: output cell i covers input [floor(i * in / out), ceil((i + 1) * in / out)).
+Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+// The maxima and their flat positions in the input's spatial dimensions (int64), as libtorch.
+std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+// Zeroes whole channels (axis 1 of [N, C, ...]) with probability p while training, scaling the rest
+// by 1 / (1 - p); ATen's name for dropout2d's computation.
+Tensor feature_dropout(const Tensor& input, double p, bool train);
+// ATen's resampling ops over [N, C, L] / [N, C, H, W] (upsample.cpp); a scale, when given, is
+// output / input as interpolate's scale_factor, and sets the source positions as in libtorch.
+Tensor upsample_nearest1d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales = std::nullopt);
+Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt);
+Tensor upsample_linear1d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                         std::optional<double> scales = std::nullopt);
+Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                           std::optional<double> scales_h = std::nullopt,
+                           std::optional<double> scales_w = std::nullopt);
+// nearest-exact: source floor((dst + 0.5) * in / out), interpolate's "nearest-exact" mode.
+Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales = std::nullopt);
+Tensor _upsample_nearest_exact2d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
 // Normalizes over every axis but 1 (channels). Training uses the batch's statistics and, when
 // running_mean/var are given, updates them in place with `momentum` (unbiased variance).
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,

@@ -12,15 +12,6 @@ namespace kiln::nn {
 
 using kiln::detail::shape_str;
 
-namespace {
-template <size_t D>
-std::ostream& operator<<(std::ostream& os, const ExpandingArray<D>& a) {
-  os << "[";
-  for (size_t i = 0; i < D; ++i) os << (i ? ", " : "") << a[i];
-  return os << "]";
-}
-}  // namespace
-
 // --- Conv2d ---
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
@@ -46,6 +37,11 @@ void Conv2dImpl::reset() {
 void Conv2dImpl::reset_parameters() { init::default_layer_init_(weight, bias); }
 
 Tensor Conv2dImpl::forward(const Tensor& input) {
+  if (!options.padding_mode().is<enumtype::kZeros>()) {  // pad first, then convolve without padding
+    const auto& p = *options.padding();
+    return kiln::conv2d(kiln::pad(input, {p[1], p[1], p[0], p[0]}, options.padding_mode().name()), weight, bias,
+                        options.stride(), 0, options.dilation(), options.groups());
+  }
   return kiln::conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
 }
 
@@ -56,6 +52,7 @@ void Conv2dImpl::pretty_print(std::ostream& stream) const {
   if ((*options.dilation())[0] != 1 || (*options.dilation())[1] != 1) stream << ", dilation=" << options.dilation();
   if (options.groups() != 1) stream << ", groups=" << options.groups();
   if (!options.bias()) stream << ", bias=false";
+  if (!options.padding_mode().is<enumtype::kZeros>()) stream << ", padding_mode=" << options.padding_mode().name();
   stream << ")";
 }
 

@@ -1,6 +1,7 @@
 // nn::functional (`namespace F = torch::nn::functional;`): the stateless forms of the layers,
 // activations and losses, taking libtorch's option objects.
 #pragma once
+#include "frontend/nn/conv_functional.h"
 #include "frontend/nn/options.h"
 #include "frontend/tensor.h"
 

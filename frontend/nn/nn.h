@@ -1,6 +1,7 @@
 // Everything in kiln::nn: modules, containers, functional, init; and saving and loading weights.
 #pragma once
 #include "frontend/nn/container.h"
+#include "frontend/nn/conv_modules.h"
 #include "frontend/nn/functional.h"
 #include "frontend/nn/init.h"
 #include "frontend/nn/module.h"

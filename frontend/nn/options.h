@@ -75,6 +75,7 @@ struct ConvOptions {
   KILN_ARG(ExpandingArray<D>, dilation) = 1;
   KILN_ARG(int64_t, groups) = 1;
   KILN_ARG(bool, bias) = true;
+  KILN_ARG(PaddingMode, padding_mode) = kZeros;
 };
 using Conv2dOptions = ConvOptions<2>;
 
