@@ -8,35 +8,20 @@
 #include <kiln/torch.h>
 
 #include "nn_test_util.h"
+#include "serialize_test_util.h"
 
 namespace nn = kiln::nn;
 namespace fs = std::filesystem;
 using kiln::Tensor;
 using nn_test::expect_error;
 using nn_test::expect_values;
+using serialize_test::bits;
+using serialize_test::read_bytes;
+using serialize_test::TempDir;
+using serialize_test::write_bytes;
 
 namespace {
 
-// A fresh folder per test, removed at the end.
-struct TempDir {
-  TempDir() {
-    static int count = 0;
-    path = fs::temp_directory_path() / ("kiln_serialize_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  fs::path path;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-}
 // A safetensors file: the header length (little-endian), the header padded to 8 bytes, the data.
 std::string safetensors_bytes(std::string header, const std::string& data) {
   header.append((8 - header.size() % 8) % 8, ' ');
@@ -48,12 +33,6 @@ std::string safetensors_bytes(std::string header, const std::string& data) {
 template <typename T>
 std::string raw(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-// The bytes of a tensor, for bit-for-bit comparisons.
-std::string bits(const Tensor& t) {
-  Tensor c = t.contiguous();
-  return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * kiln::element_size(c.dtype()));
 }
 
 nn::Sequential make_mlp(uint64_t seed) {

@@ -14,6 +14,11 @@
 #include "frontend/nn/ordered_dict.h"
 #include "frontend/tensor.h"
 
+namespace kiln::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kiln::serialize
+
 namespace kiln::nn {
 
 template <typename Contained>
@@ -104,6 +109,14 @@ class Module : public std::enable_shared_from_this<Module> {
     return replace_module(name, holder.ptr());
   }
   void unregister_module(const std::string& name);
+
+  // --- serialization (frontend/nn/archive.cpp) ---
+  // Writes the state_dict() (own parameters, own buffers, then the children's, dotted names).
+  virtual void save(serialize::OutputArchive& archive) const;
+  // Reads the tensors save() wrote, in place as load_state_dict does; keys the archive holds
+  // besides (an optimizer's, an epoch) are left alone. Throws kiln::Error naming the file and
+  // the missing or mismatched keys before changing anything.
+  virtual void load(serialize::InputArchive& archive);
 
   // Prints this module alone (children are printed by operator<<).
   virtual void pretty_print(std::ostream& stream) const;

@@ -1,14 +1,16 @@
-// Saving and loading weights: a module's state_dict, read and written in the safetensors format
-// (https://github.com/huggingface/safetensors), so weights move to and from PyTorch:
+// Saving and loading checkpoints in the safetensors format (https://github.com/huggingface/safetensors),
+// so weights move to and from PyTorch:
 //
 //   kiln::save(net, "net.safetensors");      // torch::save in a ported libtorch program
 //   kiln::load(net, "net.safetensors");      // in place: an optimizer holding the parameters keeps working
 //   # Python: model.load_state_dict(safetensors.torch.load_file("net.safetensors"))
 //
-// Unlike libtorch, kiln's torch::save / torch::load write and read safetensors, not libtorch's zip
-// (TorchScript pickle) archive: a file from libtorch's torch::save does not load here, and a file
-// from kiln loads in Python with safetensors.torch.load_file, not torch.load. Only modules are
-// saved this way (not tensors or optimizers).
+// torch::save / torch::load take what libtorch's do: a module, a tensor, a std::vector of
+// tensors, an optimizer (its state and param groups, optim/optimizer.h), a scheduler (kiln's
+// addition), and serialize::OutputArchive / InputArchive (archive.h) put several in one file.
+// Unlike libtorch, they write and read safetensors, not libtorch's zip (TorchScript pickle)
+// archive: a file from libtorch's torch::save does not load here, and a file from kiln loads in
+// Python with safetensors.torch.load_file, not torch.load.
 //
 // A file: an 8-byte little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
@@ -21,7 +23,9 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
+#include "frontend/nn/archive.h"
 #include "frontend/nn/module.h"
 #include "frontend/nn/ordered_dict.h"
 #include "frontend/tensor.h"
@@ -65,15 +69,19 @@ template <typename T>
 struct is_module_pointer : std::false_type {};
 template <typename T>
 struct is_module_pointer<std::shared_ptr<T>> : std::is_base_of<nn::Module, T> {};
+// A module, a ModuleHolder (nn::Linear, a KILN_MODULE) or a shared_ptr to a module.
+template <typename M>
+inline constexpr bool is_module_like_v =
+    std::is_base_of_v<nn::Module, std::remove_cv_t<M>> || nn::detail::is_module_holder_v<M> ||
+    is_module_pointer<std::remove_cv_t<M>>::value;
 
-// The module behind a module, a ModuleHolder (nn::Linear, a KILN_MODULE) or a shared_ptr to one.
+// The module behind a module, a ModuleHolder or a shared_ptr to one.
 template <typename M>
 decltype(auto) module_of(M& module) {
   using Plain = std::remove_cv_t<M>;
-  static_assert(std::is_base_of_v<nn::Module, Plain> || nn::detail::is_module_holder_v<Plain> ||
-                    is_module_pointer<Plain>::value,
-                "kiln::save / kiln::load take a module, a ModuleHolder (nn::Linear, a KILN_MODULE) or a "
-                "std::shared_ptr to a module; kiln does not save tensors or optimizers this way");
+  static_assert(is_module_like_v<Plain>,
+                "kiln::save / kiln::load(value, path, strict) take a module, a ModuleHolder (nn::Linear, a "
+                "KILN_MODULE) or a std::shared_ptr to a module");
   if constexpr (std::is_base_of_v<nn::Module, Plain>) {
     return (module);
   } else {
@@ -83,17 +91,44 @@ decltype(auto) module_of(M& module) {
 }
 }  // namespace detail
 
-// libtorch's torch::save(module, path), writing safetensors with metadata {"format": "pt"}.
-template <typename M>
-void save(const M& module, const std::string& path) {
-  save_safetensors(state_dict(detail::module_of(module)), path, {{"format", "pt"}});
+// libtorch's torch::save(value, path): a module (its state_dict, metadata {"format": "pt"}), a
+// tensor (under the key "0"), an optimizer (see optim/optimizer.h), or anything with an
+// `operator<<(serialize::OutputArchive&, const Value&)`.
+template <typename Value>
+void save(const Value& value, const std::string& path) {
+  serialize::OutputArchive archive;
+  if constexpr (detail::is_module_like_v<Value>)
+    detail::module_of(value).save(archive);
+  else
+    archive << value;
+  archive.save_to(path);
 }
+// The tensors under the keys "0", "1", ..., as libtorch writes them.
+void save(const std::vector<Tensor>& tensors, const std::string& path);
 
-// libtorch's torch::load(module, path): reads a safetensors file into the module in place.
+// libtorch's torch::load(module, path): reads a safetensors file into the module in place (any
+// safetensors file with the module's keys, PyTorch's included); with `strict`, keys the module
+// lacks are an error too.
 template <typename M>
-void load(M&& module, const std::string& path, bool strict = true) {
+void load(M&& module, const std::string& path, bool strict) {
   nn::Module& target = detail::module_of(module);
   load_state_dict(target, load_safetensors(path), strict);
 }
+
+// libtorch's torch::load(value, path): a module (strictly, as above), a tensor (assigned the
+// tensor read, or copied into in place if its shape and dtype match), an optimizer, or anything
+// with an `operator>>(serialize::InputArchive&, Value&)`.
+template <typename Value>
+void load(Value&& value, const std::string& path) {
+  if constexpr (detail::is_module_like_v<std::remove_reference_t<Value>>) {
+    load(value, path, /*strict=*/true);
+  } else {
+    serialize::InputArchive archive;
+    archive.load_from(path);
+    archive >> value;
+  }
+}
+// As libtorch: appends the tensors "0", "1", ... (up to the first index missing) to `tensors`.
+void load(std::vector<Tensor>& tensors, const std::string& path);
 
 }  // namespace kiln

@@ -19,6 +19,11 @@
 #include "frontend/nn/arg.h"
 #include "frontend/tensor.h"
 
+namespace kiln::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace kiln::serialize
+
 namespace kiln::optim {
 
 // What an optimizer remembers for one parameter (Adam's moments, SGD's momentum buffer).
@@ -114,6 +119,18 @@ class Optimizer {
     return state_;
   }
 
+  // --- serialization (frontend/optim/serialize.cpp), for SGD, Adam, AdamW and RMSprop ---
+  // Writes each parameter's state as tensors "state.<index>.<name>" (parameters numbered across
+  // the groups in order, as PyTorch's state_dict numbers them) and the structure (the type, each
+  // group's parameters, their shapes and options, the step counts) as JSON text under the value
+  // "optimizer". Unlike libtorch 1.13, load() restores each group's options (lr...) too, so a run
+  // resumed with a scheduler continues. load() replaces all state (state absent from the file,
+  // like SGD's momentum before the first step, stays absent) and throws kiln::Error naming the
+  // file and the mismatch (another type, another number of groups or parameters, other shapes,
+  // malformed metadata) before changing anything.
+  virtual void save(serialize::OutputArchive& archive) const;
+  virtual void load(serialize::InputArchive& archive);
+
  protected:
   static std::string state_key(const Tensor& param);
   // The state of `param`, made by `make` on first use.
@@ -142,5 +159,9 @@ class Optimizer {
   std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>> state_;
   std::unique_ptr<OptimizerOptions> defaults_;
 };
+
+// libtorch's `archive << optimizer` and `archive >> optimizer`.
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Optimizer& optimizer);
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Optimizer& optimizer);
 
 }  // namespace kiln::optim

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "frontend/nn/archive.h"
+
 namespace kiln::optim {
 
 void LRScheduler::step() {
@@ -43,6 +45,41 @@ std::vector<double> CosineAnnealingLR::get_lrs() {
   std::vector<double> lrs = base_lrs_;
   for (auto& lr : lrs) lr = eta_min_ + (lr - eta_min_) * (1 + std::cos(pi * t / T_max_)) / 2;
   return lrs;
+}
+
+void LRScheduler::save(serialize::OutputArchive& archive) const { archive.write("step_count", int64_t(step_count_)); }
+
+void LRScheduler::load(serialize::InputArchive& archive) {
+  IValue count;
+  archive.read("step_count", count);
+  const int64_t value = count.toInt();
+  KILN_CHECK(value >= 0 && value <= int64_t(UINT32_MAX), archive.where(), "\"step_count\" ", value, " is out of range");
+  step_count_ = unsigned(value);
+}
+
+void CosineAnnealingLR::save(serialize::OutputArchive& archive) const {
+  LRScheduler::save(archive);
+  for (size_t i = 0; i < base_lrs_.size(); ++i) archive.write("base_lrs." + std::to_string(i), base_lrs_[i]);
+}
+
+void CosineAnnealingLR::load(serialize::InputArchive& archive) {
+  // Read all before changing anything.
+  std::vector<double> base_lrs;
+  IValue lr;
+  while (archive.try_read("base_lrs." + std::to_string(base_lrs.size()), lr)) base_lrs.push_back(lr.toDouble());
+  KILN_CHECK(base_lrs.size() == base_lrs_.size(), archive.where(), "CosineAnnealingLR: the file has ", base_lrs.size(),
+             " base learning rate(s), the optimizer ", base_lrs_.size(), " param group(s)");
+  LRScheduler::load(archive);
+  base_lrs_ = std::move(base_lrs);
+}
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const LRScheduler& scheduler) {
+  scheduler.save(archive);
+  return archive;
+}
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, LRScheduler& scheduler) {
+  scheduler.load(archive);
+  return archive;
 }
 
 }  // namespace kiln::optim

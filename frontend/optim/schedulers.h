@@ -13,6 +13,13 @@ class LRScheduler {
   virtual ~LRScheduler() = default;
   void step();
 
+  // kiln's addition (libtorch 1.13 saves no scheduler): the number of steps taken, the value
+  // "step_count", so that a run resumed from a checkpoint decays when the uninterrupted run
+  // would. The learning rates themselves are the optimizer's options, which it saves.
+  // `torch::save(scheduler, path)` / `torch::load(scheduler, path)` work too.
+  virtual void save(serialize::OutputArchive& archive) const;
+  virtual void load(serialize::InputArchive& archive);
+
  protected:
   // The learning rates for the coming epoch, one per param group.
   virtual std::vector<double> get_lrs() = 0;
@@ -44,9 +51,14 @@ class CosineAnnealingLR : public LRScheduler {
 
  private:
   std::vector<double> get_lrs() override;
+  void save(serialize::OutputArchive& archive) const override;  // and "base_lrs.<group>"
+  void load(serialize::InputArchive& archive) override;
   const unsigned T_max_;
   const double eta_min_;
-  const std::vector<double> base_lrs_;
+  std::vector<double> base_lrs_;
 };
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const LRScheduler& scheduler);
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, LRScheduler& scheduler);
 
 }  // namespace kiln::optim
