@@ -5,10 +5,11 @@
 // includes <kiln/torch.h>; built with -DKILN_EXAMPLE_LIBTORCH against libtorch 1.13 it printed
 // tests/reference/dcgan.txt.
 //
-//   dcgan [DATA_DIR [EPOCHS [BATCHES_PER_EPOCH [CHECKPOINT_EVERY [CHECKPOINT_DIR [RESTORE]]]]]]
+//   dcgan [DATA_DIR [EPOCHS [BATCHES_PER_EPOCH [CHECKPOINT_EVERY [CHECKPOINT_DIR [RESTORE [LOG_EVERY]]]]]]]
 //
 // BATCHES_PER_EPOCH 0 trains on every batch; RESTORE 1 starts from the checkpoint in
-// CHECKPOINT_DIR. Seconds per epoch go to stderr.
+// CHECKPOINT_DIR; the losses are printed every LOG_EVERY batches (10). Seconds per epoch go to
+// stderr.
 #ifdef KILN_EXAMPLE_LIBTORCH
 #include <torch/torch.h>
 #else
@@ -29,8 +30,6 @@ const int64_t kNoiseSize = 100;
 const int64_t kBatchSize = 64;
 // How many images to sample at every checkpoint.
 const int64_t kNumberOfSamplesPerCheckpoint = 10;
-// After how many batches to log a new update with the loss value.
-const int64_t kLogInterval = 10;
 
 struct DCGANGeneratorImpl : nn::Module {
   DCGANGeneratorImpl(int kNoiseSize)
@@ -59,8 +58,13 @@ struct DCGANGeneratorImpl : nn::Module {
     return x;
   }
 
-  nn::ConvTranspose2d conv1, conv2, conv3, conv4;
-  nn::BatchNorm2d batch_norm1, batch_norm2, batch_norm3;
+  nn::ConvTranspose2d conv1;
+  nn::BatchNorm2d batch_norm1;
+  nn::ConvTranspose2d conv2;
+  nn::BatchNorm2d batch_norm2;
+  nn::ConvTranspose2d conv3;
+  nn::BatchNorm2d batch_norm3;
+  nn::ConvTranspose2d conv4;
 };
 
 TORCH_MODULE(DCGANGenerator);
@@ -72,6 +76,8 @@ int main(int argc, const char* argv[]) {
   const int64_t checkpoint_every = argc > 4 ? std::stol(argv[4]) : 200;
   const std::string checkpoint_dir = argc > 5 ? argv[5] : ".";
   const bool restore_from_checkpoint = argc > 6 && std::string(argv[6]) == "1";
+  // After how many batches to log a new update with the loss value.
+  const int64_t kLogInterval = argc > 7 ? std::stol(argv[7]) : 10;
   torch::manual_seed(1);
 
   DCGANGenerator generator(kNoiseSize);

@@ -201,7 +201,8 @@ Tensor feature_dropout(const Tensor& input, double p, bool train) {
   Shape mask_shape(input.dim(), 1);
   mask_shape[0] = input.size(0);
   mask_shape[1] = input.size(1);
-  Tensor keep = (rand(mask_shape, input.dtype()) >= p).to(input.dtype());
+  // One draw per channel, as libtorch's feature noise draws it (bernoulli_ of 1 - p).
+  Tensor keep = bernoulli(zeros(mask_shape, input.dtype()), 1 - p);
   return input * (keep * (1.0 / (1 - p)));
 }
 
