@@ -7,5 +7,6 @@
 #include "frontend/nn/module.h"
 #include "frontend/nn/modules.h"
 #include "frontend/nn/options.h"
+#include "frontend/nn/rnn.h"
 #include "frontend/nn/serialize.h"
 #include "frontend/nn/utils.h"
