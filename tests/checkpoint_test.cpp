@@ -54,6 +54,9 @@ struct OptimizerCase {
   std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer&)> make_scheduler;
 };
 
+// Names the case in test listings (ctest), not its bytes.
+void PrintTo(const OptimizerCase& c, std::ostream* os) { *os << c.name; }
+
 std::unique_ptr<optim::LRScheduler> step_lr(optim::Optimizer& o) { return std::make_unique<optim::StepLR>(o, 2, 0.5); }
 
 template <typename Optimizer, typename Options>
