@@ -29,9 +29,22 @@ int64_t gates_per_hidden(RNNMode mode) {
   return 1;
 }
 
-// Splits x along `dim` into `pieces` equal parts (selected, without the dimension, when `squeeze`).
-// Separate views would each send back a zero-padded copy of x's size, summed: T copies of a whole
-// sequence for T steps. This backward concatenates the pieces' gradients instead: one copy.
+// The pieces' gradients side by side along the last dimension, chosen per element: elementwise, it
+// runs as a compiled kernel, where a concatenation is a library call that copies value by value.
+Tensor side_by_side(const tensor_list& pieces) {
+  const int64_t count = int64_t(pieces.size());
+  Tensor which = arange(count, TensorOptions().dtype(pieces[0].dtype())).reshape({count, 1});
+  Tensor out = pieces.back().unsqueeze(-2);
+  for (int64_t i = count - 2; i >= 0; --i) out = where(which == double(i), pieces[size_t(i)].unsqueeze(-2), out);
+  Shape shape = pieces[0].sizes().vec();
+  shape.back() *= count;
+  return out.reshape(shape);
+}
+
+// Splits x into `pieces` equal parts: selected along `dim` when `squeeze` (time steps, layers'
+// states), else narrowed along the last dimension (gates). Separate views would each send back a
+// zero-padded copy of x's size, summed: T copies of a whole sequence for T steps. This backward puts
+// the pieces' gradients together instead: one copy.
 struct SplitEvenly : autograd::Function<SplitEvenly> {
   static tensor_list forward(autograd::AutogradContext* ctx, const Tensor& x, int64_t dim, int64_t pieces,
                              bool squeeze) {
@@ -44,7 +57,7 @@ struct SplitEvenly : autograd::Function<SplitEvenly> {
   }
   static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
     const int64_t dim = ctx->saved_data["dim"].toInt();
-    Tensor g = ctx->saved_data["squeeze"].toBool() ? stack(grads, dim) : cat(grads, dim);
+    Tensor g = ctx->saved_data["squeeze"].toBool() ? stack(grads, dim) : side_by_side(grads);
     return {g, Tensor(), Tensor(), Tensor()};
   }
 };
@@ -52,27 +65,29 @@ struct SplitEvenly : autograd::Function<SplitEvenly> {
 tensor_list split_evenly(const Tensor& x, int64_t dim, int64_t pieces, bool squeeze = false) {
   return SplitEvenly::apply(x, dim, pieces, squeeze);
 }
-// The gates of a [.., pieces * H] projection, along its last dimension.
+// The gates of a [.., pieces * H] projection.
 tensor_list gates_of(const Tensor& x, int64_t pieces) { return split_evenly(x, x.dim() - 1, pieces); }
 
 // --- one step of each recurrence. `from_input` is the step's input projection with the biases
 // that add to it; an undefined state is zero (the first step without an initial state), whose
-// terms are skipped: adding an exact zero changes nothing. w_hh_t is weight_hh transposed. ---
+// terms are skipped: adding an exact zero changes nothing. Each step multiplies by its own transposed view of the
+// weights: each step's weight gradient then comes back in the weights' layout, so their sum and the
+// optimizer read contiguous memory (one shared view would sum them transposed). ---
 
-std::tuple<Tensor, Tensor> lstm_step(const Tensor& from_input, const Tensor& h, const Tensor& c, const Tensor& w_hh_t,
-                                     const Tensor& w_hr_t) {
-  Tensor gates = h.defined() ? from_input + h.mm(w_hh_t) : from_input;
+std::tuple<Tensor, Tensor> lstm_step(const Tensor& from_input, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                                     const Tensor& w_hr) {
+  Tensor gates = h.defined() ? from_input + h.mm(w_hh.t()) : from_input;
   tensor_list g = gates_of(gates, 4);
   Tensor in = g[0].sigmoid(), forget = g[1].sigmoid(), cell = g[2].tanh(), out = g[3].sigmoid();
   Tensor c_next = c.defined() ? forget * c + in * cell : in * cell;
   Tensor h_next = out * c_next.tanh();
-  if (w_hr_t.defined()) h_next = h_next.mm(w_hr_t);
+  if (w_hr.defined()) h_next = h_next.mm(w_hr.t());
   return {h_next, c_next};
 }
 
 // b_hh stays inside the reset gate's product, so it is added here, not to the input projection.
-Tensor gru_step(const Tensor& from_input, const Tensor& h, const Tensor& w_hh_t, const Tensor& b_hh) {
-  Tensor from_hidden = h.defined() ? h.mm(w_hh_t) : Tensor();
+Tensor gru_step(const Tensor& from_input, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
+  Tensor from_hidden = h.defined() ? h.mm(w_hh.t()) : Tensor();
   if (b_hh.defined()) from_hidden = from_hidden.defined() ? from_hidden + b_hh : b_hh;
   tensor_list x = gates_of(from_input, 3);
   Tensor update, candidate;
@@ -88,19 +103,19 @@ Tensor gru_step(const Tensor& from_input, const Tensor& h, const Tensor& w_hh_t,
   return h.defined() ? candidate + update * (h - candidate) : candidate - update * candidate;
 }
 
-Tensor rnn_step(const Tensor& from_input, const Tensor& h, const Tensor& w_hh_t, bool relu) {
-  Tensor pre = h.defined() ? from_input + h.mm(w_hh_t) : from_input;
+Tensor rnn_step(const Tensor& from_input, const Tensor& h, const Tensor& w_hh, bool relu) {
+  Tensor pre = h.defined() ? from_input + h.mm(w_hh.t()) : from_input;
   return relu ? pre.relu() : pre.tanh();
 }
 
 // One step of any mode: updates h (and c).
-void step(RNNMode mode, const Tensor& from_input, Tensor& h, Tensor& c, const Tensor& w_hh_t, const Tensor& b_hh,
-          const Tensor& w_hr_t) {
+void step(RNNMode mode, const Tensor& from_input, Tensor& h, Tensor& c, const Tensor& w_hh, const Tensor& b_hh,
+          const Tensor& w_hr) {
   switch (mode) {
-    case RNNMode::LSTM: std::tie(h, c) = lstm_step(from_input, h, c, w_hh_t, w_hr_t); return;
-    case RNNMode::GRU: h = gru_step(from_input, h, w_hh_t, b_hh); return;
+    case RNNMode::LSTM: std::tie(h, c) = lstm_step(from_input, h, c, w_hh, w_hr); return;
+    case RNNMode::GRU: h = gru_step(from_input, h, w_hh, b_hh); return;
     case RNNMode::RNN_TANH:
-    case RNNMode::RNN_RELU: h = rnn_step(from_input, h, w_hh_t, mode == RNNMode::RNN_RELU); return;
+    case RNNMode::RNN_RELU: h = rnn_step(from_input, h, w_hh, mode == RNNMode::RNN_RELU); return;
   }
 }
 
@@ -123,12 +138,11 @@ std::tuple<tensor_list, Tensor, Tensor> run_direction(RNNMode mode, const Tensor
   if (Tensor bias = input_bias(mode, w.b_ih, w.b_hh); bias.defined()) projected = projected + bias;
   const int64_t steps = x.size(time_dim);
   tensor_list from_input = steps > 0 ? split_evenly(projected, time_dim, steps, /*squeeze=*/true) : tensor_list();
-  const Tensor w_hh_t = w.w_hh.t(), w_hr_t = w.w_hr.defined() ? w.w_hr.t() : Tensor();
   const Tensor b_hh = mode == RNNMode::GRU ? w.b_hh : Tensor();
   tensor_list hidden(static_cast<size_t>(steps));
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    step(mode, from_input[size_t(t)], h, c, w_hh_t, b_hh, w_hr_t);
+    step(mode, from_input[size_t(t)], h, c, w.w_hh, b_hh, w.w_hr);
     hidden[size_t(t)] = h;
   }
   return {hidden, h, c};
@@ -422,7 +436,7 @@ Tensor RNNCellImpl::forward(const Tensor& input, Tensor hx) {
   if (hx.defined()) check_forward_hidden(input, hx, "hidden");
   const RNNMode mode = options.nonlinearity().is_relu() ? RNNMode::RNN_RELU : RNNMode::RNN_TANH;
   Tensor h = as_batch(hx), c;
-  step(mode, batched_projection(mode, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh.t(), Tensor(), Tensor());
+  step(mode, batched_projection(mode, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh, Tensor(), Tensor());
   return like_input(h, input);
 }
 
@@ -440,8 +454,8 @@ std::tuple<Tensor, Tensor> LSTMCellImpl::forward(const Tensor& input, optional<s
   }
   h = as_batch(h);
   c = as_batch(c);
-  step(RNNMode::LSTM, batched_projection(RNNMode::LSTM, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh.t(),
-       Tensor(), Tensor());
+  step(RNNMode::LSTM, batched_projection(RNNMode::LSTM, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh, Tensor(),
+       Tensor());
   return {like_input(h, input), like_input(c, input)};
 }
 
@@ -453,7 +467,7 @@ Tensor GRUCellImpl::forward(const Tensor& input, Tensor hx) {
   check_forward_input(input);
   if (hx.defined()) check_forward_hidden(input, hx, "hidden");
   Tensor h = as_batch(hx), c;
-  step(RNNMode::GRU, batched_projection(RNNMode::GRU, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh.t(), bias_hh,
+  step(RNNMode::GRU, batched_projection(RNNMode::GRU, input, weight_ih, bias_ih, bias_hh), h, c, weight_hh, bias_hh,
        Tensor());
   return like_input(h, input);
 }
