@@ -4,10 +4,11 @@
 // <kiln/torch.h>; built with -DKILN_EXAMPLE_LIBTORCH against libtorch 1.13 it printed
 // tests/reference/char_lstm.txt.
 //
-//   char_lstm [TEXT_FILE [EPOCHS [STEPS_PER_EPOCH]]]
+//   char_lstm [TEXT_FILE [EPOCHS [STEPS_PER_EPOCH [WINDOW]]]]
 //
 // The text is the GPL (on every Debian system) unless TEXT_FILE names another; an epoch is as many
-// windows as the text holds, unless STEPS_PER_EPOCH says fewer. Seconds per epoch go to stderr.
+// windows of WINDOW characters (64) as the text holds, unless STEPS_PER_EPOCH (0: that many) says
+// otherwise. Seconds per epoch go to stderr.
 #ifdef KILN_EXAMPLE_LIBTORCH
 #include <torch/torch.h>
 #else
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "/usr/share/common-licenses/GPL-3";
   const int64_t epochs = argc > 2 ? std::stol(argv[2]) : 3;
   const int64_t steps_limit = argc > 3 ? std::stol(argv[3]) : 0;
-  const int64_t batch_size = 32, window = 64, log_every = 10;
+  const int64_t window = argc > 4 ? std::stol(argv[4]) : 64;
+  const int64_t batch_size = 32, log_every = 10;
   torch::manual_seed(0);
 
   std::ifstream file(path);
