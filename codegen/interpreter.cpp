@@ -281,21 +281,44 @@ void scatter_add(Node& n) {
   store(n, out);
 }
 
+// Concatenation moves bytes: each input is copied, run by run, into its window of the output
+// (the output's layout, offset to where the input starts along dim). Inputs of another dtype than
+// the output's go through float64 values.
 void cat(Node& n) {
   const int64_t dim = n.ints[0];
-  Around out = around(n.shape, dim);
-  Values result(n.numel());
+  const size_t es = element_size(n.dtype);
+  const Shape out_strides = contiguous_strides(n.shape);
+  n.result = make_buffer(n.numel() * int64_t(es));
+  char* out = static_cast<char*>(n.result->data());
   int64_t start = 0;
   for (const Operand& in : n.inputs) {
-    Values x = read(in);
-    const int64_t len = in.view.sizes[dim];
-    for (int64_t o = 0; o < out.outer; ++o)
-      for (int64_t j = 0; j < len; ++j)
-        for (int64_t k = 0; k < out.inner; ++k)
-          result[(o * out.size + start + j) * out.inner + k] = x[(o * len + j) * out.inner + k];
-    start += len;
+    KILN_CHECK(in.node->computed(), "interpreter: input ", ir::op_name(in.node->op), " of cat not computed");
+    const Shape& sizes = in.view.sizes;
+    const int64_t window = start * out_strides[size_t(dim)];
+    start += sizes[size_t(dim)];
+    if (numel_of(sizes) == 0) continue;
+    if (sizes.empty()) {
+      std::memcpy(out + window * int64_t(es), static_cast<const char*>(in.node->result->data()) + in.view.offset * int64_t(es), es);
+      continue;
+    }
+    if (in.node->dtype != n.dtype) {
+      const Values x = read(in);
+      Node piece;  // the input converted to the output's dtype, then copied as below
+      piece.dtype = n.dtype;
+      piece.shape = sizes;
+      store(piece, x);
+      const char* src = static_cast<const char*>(piece.result->data());
+      for_each_offset2(sizes, contiguous_strides(sizes), 0, out_strides, window,
+                       [&](int64_t a, int64_t b) { std::memcpy(out + b * int64_t(es), src + a * int64_t(es), es); });
+      continue;
+    }
+    const char* src = static_cast<const char*>(in.node->result->data());
+    const int64_t run = sizes.back(), step = in.view.strides.back();
+    for_each_run2(sizes, in.view.strides, in.view.offset, out_strides, window, [&](int64_t a, int64_t b) {
+      if (step == 1) return void(std::memcpy(out + b * int64_t(es), src + a * int64_t(es), size_t(run) * es));
+      for (int64_t k = 0; k < run; ++k) std::memcpy(out + (b + k) * int64_t(es), src + (a + k * step) * int64_t(es), es);
+    });
   }
-  store(n, result);
 }
 
 // The view `n.ints` (sizes|strides|offset) of the base that the value is written or added into.
