@@ -211,7 +211,8 @@ TEST_F(ConvModules, Gradients) {
     TensorList inputs;
   };
   auto ct2d = [](kiln::IntArrayRef s, kiln::IntArrayRef p, kiln::IntArrayRef op, int64_t g, kiln::IntArrayRef d) {
-    return [=](const TensorList& t) {
+    // The sizes are copied: an IntArrayRef views its caller's braces, gone once ct2d returns.
+    return [s = s.vec(), p = p.vec(), op = op.vec(), g, d = d.vec()](const TensorList& t) {
       return kiln::conv_transpose2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), s, p, op, g, d);
     };
   };
