@@ -28,7 +28,7 @@ inline constexpr int kOpCount = 0
 enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Reduce, ArgReduce, Matmul, Gather, Cat, WriteView };
 
 // An op's traits (tracer/ops.def says what each means).
-enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4 };
+enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4, kInt64 = 8 };
 
 // What tracer/ops.def says of one op.
 struct OpFacts {

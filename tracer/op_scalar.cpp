@@ -69,56 +69,7 @@ double scalar_op(Op op, double a, double b, ScalarType operands) {
   not_elementwise(op, "an elementwise op");
 }
 
-bool has_wrapping_form(Op op) {
-  switch (op) {
-    case Op::Copy:
-    case Op::Cast:
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Sign:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Max:
-    case Op::Min:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge: return true;
-    case Op::Const:
-    case Op::Input:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Sqrt:
-    case Op::Recip:
-    case Op::Tanh:
-    case Op::Erf:
-    case Op::Not:
-    case Op::Pow:
-    case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Matmul:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::IndexAdd:
-    case Op::ScatterAdd:
-    case Op::Cat:
-    case Op::WriteView:
-    case Op::AddView: return false;
-  }
-  return false;
-}
+bool has_wrapping_form(Op op) { return facts(op).has(kInt64); }
 
 int64_t wrapping_op(Op op, int64_t a, int64_t b) {
   if (!has_wrapping_form(op)) not_elementwise(op, "an int64 op");

@@ -16,7 +16,7 @@ double scalar_op(Op op, double a, double b, ScalarType operands);
 // op(a) or op(a, b) on int64, wrapping on overflow; a comparison returns 0 or 1. Throws for the
 // ops that have no int64 form (Pow and the transcendental functions run in float64).
 int64_t wrapping_op(Op op, int64_t a, int64_t b);
-// Whether wrapping_op computes `op`.
+// Whether wrapping_op computes `op` (ops.def's kInt64).
 bool has_wrapping_form(Op op);
 
 // Where a reduction's fold starts: the identity of its combining op (ir::facts(op).combine).
