@@ -124,7 +124,7 @@ TEST(Fusion, AdamStepOverManyParametersIsAFewKernels) {
 }
 
 // Independent updates over one flat domain (an optimizer step's parameters of one shape) share a
-// kernel, each in its own loop within chunks of the domain (codegen/halide/lower.cpp). At sizes
+// kernel, each in its own loop within chunks of the domain (codegen/halide/schedule.cpp). At sizes
 // below, at and past a chunk and a vector (8 or 16 lanes), every element matches the interpreter's.
 TEST(Fusion, IndependentUpdatesInOneKernelMatchTheInterpreterAtEverySize) {
   HalideBackend halide;
@@ -210,7 +210,7 @@ TEST(Fusion, ProductsAddedInAKernelAreRoundedOnce) {
 
 // A recurrence with an output every step: the values later outputs share nest one level per
 // step, and all but the last few levels are computed in loops of their own (codegen/halide/
-// lower.cpp, kLevelsPerVector). Over a 2-D domain (a broadcast row) large enough to run in
+// schedule.cpp, kLevelsPerVector). Over a 2-D domain (a broadcast row) large enough to run in
 // parallel, the result is the interpreter's.
 TEST(Fusion, RecurrencesWithAnOutputEveryStepMatchTheInterpreter) {
   HalideBackend halide;
@@ -257,7 +257,7 @@ TEST(Fusion, NewBatchSizeOrLearningRateCompilesNothing) {
   EXPECT_GT(s.kernel_launches, 0);
 }
 
-// Row maxima and minima run in vectors with a scalar tail (codegen/halide/lower.cpp); NaN must win
+// Row maxima and minima run in vectors with a scalar tail (codegen/halide/reduction.cpp); NaN must win
 // wherever it sits, -inf rows stay -inf, and rows shorter than a vector work too.
 TEST(Fusion, RowMaxAndMinInVectorsMatchTheInterpreter) {
   for (int64_t width : {1000, 37, 5}) {
@@ -404,7 +404,7 @@ TEST(Fusion, PoolingWindowsMatchTheInterpreter) {
 }
 
 // Column sums (the innermost dim kept) add their rows in blocks of 64, then the blocks
-// (codegen/halide/lower.cpp, kColumnBlock): a float32 sum down 5000 rows stays within 1e-4 of the
+// (codegen/halide/reduction.cpp, kColumnBlock): a float32 sum down 5000 rows stays within 1e-4 of the
 // float64 sum (row after row, it was 2.7e-4 off), and maxima, minima and sums over row counts
 // around the block size, with a NaN in the last partial block, match the interpreter.
 TEST(Fusion, ColumnReductionsAddInBlocks) {

@@ -1,4 +1,4 @@
-// Row kernels (fusion/partition.cpp, codegen/halide/lower.cpp build_rows) against the
+// Row kernels (fusion/partition.cpp, codegen/halide/lower_kernel.cpp lower_rows) against the
 // interpreter: short and long rows, rows whose kept dims coalesce away, two reduced dims, bool,
 // int64 and double reductions, per-element values read by other kernels, and random programs
 // of per-element and per-row ops.

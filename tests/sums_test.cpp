@@ -1,5 +1,5 @@
 // Float sums as accurate as libtorch 1.13's cascade sums, in every shape a reduction kernel takes
-// (codegen/halide/lower.cpp, Accumulator: blocks added in float64), lazy and eager. The figures
+// (codegen/halide/reduction.h, Accumulator: blocks added in float64), lazy and eager. The figures
 // libtorch gives on the same programs are in the comments.
 #include <gtest/gtest.h>
 #include <kiln/torch.h>

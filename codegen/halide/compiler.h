@@ -1,5 +1,5 @@
 // The Halide compiler, loaded when a kernel must be built. Halide and LLVM live in a module of
-// their own (libkiln_halide_compiler.so: lower.cpp, ops.cpp, compiler_module.cpp) that kiln opens
+// their own (libkiln_halide_compiler.so: the lowering, scheduling and compiling) that kiln opens
 // with dlopen at the first compile: linked into every program, they cost each start ~50-75 ms of
 // loading and relocating (3100 page faults, at ~15 us each on the VMs measured), which a process
 // whose kernels all come from the disk cache never needs. The module carries a hidden copy of the
@@ -22,7 +22,7 @@ namespace kiln::codegen::halide {
 constexpr uint64_t kCompilerAbi = uint64_t(sizeof(fusion::Kernel)) << 48 | uint64_t(sizeof(ir::Node)) << 32 |
                                   uint64_t(sizeof(ir::Operand)) << 16 | uint64_t(sizeof(ir::View)) << 4 | 2;
 
-// Compiles `kernel` to an object file exporting `<name>_argv` (lower.h); throws kiln::Error.
+// Compiles `kernel` to an object file exporting `<name>_argv` (compiler_module.cpp); throws kiln::Error.
 void compile_kernel_object(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,
                            const std::string& dump_dir);
 // Compiles the Halide runtime that every kernel resolves against.

@@ -23,7 +23,8 @@ Target kernel_target() {
                  .with_feature(Target::NoBoundsQuery);
   // Halide 14 takes a CPU with AVX512-BF16 (AMD Zen 4, this machine) for a Sapphire Rapids, and
   // LLVM then uses AVX512-FP16 instructions (vmovw), which such a CPU lacks: a kernel moving bools
-  // in 2-wide vectors died of SIGILL. (The bool-vector workarounds in lower.cpp may predate this fix.)
+  // in 2-wide vectors died of SIGILL. (The bool-vector workarounds in reduction.cpp and
+  // schedule.cpp may predate this fix.)
   if (!__builtin_cpu_supports("avx512fp16")) t = t.without_feature(Target::AVX512_SapphireRapids);
   return t;
 }
@@ -293,7 +294,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Gt:
     case Op::Ge: return lower_compare(n.op, a);
     case Op::Where: return select(a[0], a[1], a[2]);
-    // Not elementwise: lower.cpp builds these as Funcs of their own (leaves, reductions, data
+    // Not elementwise: lower_kernel.cpp builds these as Funcs of their own (leaves, reductions, data
     // movement), never as an expression of their operands.
     case Op::Const:
     case Op::Input:
