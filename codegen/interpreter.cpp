@@ -14,6 +14,7 @@
 #include "runtime/parallel.h"
 #include "runtime/stats.h"
 #include "tracer/op_scalar.h"
+#include "tracer/view_attr.h"
 
 namespace kiln::codegen {
 namespace {
@@ -321,12 +322,8 @@ void cat(Node& n) {
   }
 }
 
-// The view `n.ints` (sizes|strides|offset) of the base that the value is written or added into.
-ir::View target_view(const Node& n) {
-  const size_t rank = (n.ints.size() - 1) / 2;
-  return ir::View{Shape(n.ints.begin(), n.ints.begin() + rank), Shape(n.ints.begin() + rank, n.ints.begin() + 2 * rank),
-                  n.ints.back()};
-}
+// The view (`n.ints`) of the base that the value is written or added into.
+ir::View target_view(const Node& n) { return ir::unpack_view(n.ints); }
 
 // Runs f(begin, end) over slices of [0, count) on kiln's pool when there is enough work.
 template <typename F>

@@ -14,6 +14,7 @@
 #include "frontend/moments.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
+#include "tracer/view_attr.h"
 
 namespace kiln {
 
@@ -31,12 +32,10 @@ Tensor pad2d(const Tensor& x, int64_t top, int64_t bottom, int64_t left, int64_t
   padded[r - 2] += top + bottom;
   padded[r - 1] += left + right;
   Shape strides = contiguous_strides(padded);
-  std::vector<int64_t> geometry = x.sizes().vec();  // x's place in the padded layout
-  geometry.insert(geometry.end(), strides.begin(), strides.end());
-  geometry.push_back(top * strides[r - 2] + left);
+  const ir::View place{x.sizes().vec(), strides, top * strides[r - 2] + left};  // x's in the padded layout
   const int64_t n = numel_of(padded);
   Tensor out = detail::primitive(ir::Op::WriteView, {full({n}, value, x.dtype()), x}, {n}, x.dtype(),
-                                 detail::Attrs{geometry});
+                                 detail::Attrs{ir::pack_view(place)});
   return detail::named(out.view(padded), "ConstantPadNdBackward0", {x});
 }
 
@@ -104,9 +103,10 @@ std::pair<Tensor, std::vector<int64_t>> pool_windows(const Pool2d& pool, double 
                     std::max<int64_t>(0, need_w - w - pool.p.w), fill)
                   .contiguous();
   const int64_t hp = xp.size(2), wp = xp.size(3);
-  Tensor windows = detail::as_strided(xp, {n, c, pool.oh, pool.ow, pool.k.h, pool.k.w,                     // sizes
-                                           c * hp * wp, hp * wp, pool.s.h * wp, pool.s.w, pool.d.h * wp, pool.d.w,  // strides
-                                           0});
+  Tensor windows =
+      detail::as_strided(xp, ir::View{{n, c, pool.oh, pool.ow, pool.k.h, pool.k.w},
+                                      {c * hp * wp, hp * wp, pool.s.h * wp, pool.s.w, pool.d.h * wp, pool.d.w},
+                                      0});
   return {windows, {4, 5}};
 }
 
@@ -160,9 +160,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   // Columns [G, Cg*KH*KW, N*OH*OW]: column j holds output position j's window. Rows run along
   // the output's width, so the im2col copy (and its adjoint, the fold) moves contiguous runs.
   Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
-  Tensor windows = detail::as_strided(xp, {g, cg, kh, kw, n, oh, ow,                                          // sizes
-                                           cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w,  // strides
-                                           0});
+  Tensor windows = detail::as_strided(
+      xp, ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
   Tensor cols = windows.reshape({g, patch, n * oh * ow});
   Tensor out = weight.reshape({g, og, patch}).matmul(cols);  // [G, Og, N*OH*OW]
   out = out.reshape({o, n, oh, ow}).permute({1, 0, 2, 3});

@@ -54,21 +54,8 @@ Tensor conv_transpose(const char* op, const Tensor& x, const Tensor& weight, con
   Tensor cols = weight.reshape({g, cg, patch}).transpose(1, 2).matmul(xs);
   // col2im: the columns added into their windows of the full output [N, O, Hf, Wf], the windows
   // laid out as conv2d reads them.
-  const std::vector<int64_t> windows{g,
-                                     og,
-                                     kh,
-                                     kw,
-                                     n,
-                                     h,
-                                     w,  // sizes
-                                     og * hf * wf,
-                                     hf * wf,
-                                     d.h * wf,
-                                     d.w,
-                                     o * hf * wf,
-                                     s.h * wf,
-                                     s.w,  // strides
-                                     0};
+  const ir::View windows{
+      {g, og, kh, kw, n, h, w}, {og * hf * wf, hf * wf, d.h * wf, d.w, o * hf * wf, s.h * wf, s.w}, 0};
   Tensor out = detail::embed(cols.reshape({g, og, kh, kw, n, h, w}), {n, o, hf, wf}, windows);
   if (p.h > 0) out = out.narrow(2, p.h, oh);
   if (p.w > 0) out = out.narrow(3, p.w, ow);

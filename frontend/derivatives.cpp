@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "frontend/ops.h"
+#include "tracer/view_attr.h"
 
 namespace kiln::detail {
 namespace {
@@ -169,13 +170,13 @@ const Row kRows[] = {
        return grads;
      }}},
     {Op::WriteView, {"CopySlices", kNone, false, [](const BackwardArgs& a) -> TL {
-       const auto& geometry = a.attrs.ints;
+       const ir::View window = ir::unpack_view(a.attrs.ints);
        Tensor flat = a.grad.contiguous();
-       Tensor value_grad = as_strided(flat, geometry);
-       return {flat - embed(value_grad, flat.sizes().vec(), geometry), value_grad};
+       Tensor value_grad = as_strided(flat, window);
+       return {flat - embed(value_grad, flat.sizes().vec(), window), value_grad};
      }}},
     {Op::AddView, {"AsStridedScatterBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
-       return {a.grad, as_strided(a.grad, a.attrs.ints)};
+       return {a.grad, as_strided(a.grad, ir::unpack_view(a.attrs.ints))};
      }}},
 };
 // clang-format on
@@ -194,7 +195,7 @@ const Derivative kViewRows[] = {
      }},
     {"ExpandBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {sum_to(a.grad, a.in_shapes[0])}; }},
     {"AsStridedBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
-       return {embed(a.grad, a.in_shapes[0], a.attrs.ints)};
+       return {embed(a.grad, a.in_shapes[0], ir::unpack_view(a.attrs.ints))};
      }},
 };
 
@@ -354,19 +355,17 @@ Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64
   return out;
 }
 
-Tensor as_strided(const Tensor& t, const std::vector<int64_t>& geometry) {
-  const size_t rank = (geometry.size() - 1) / 2;
-  Shape sizes(geometry.begin(), geometry.begin() + rank);
-  Shape strides(geometry.begin() + rank, geometry.begin() + 2 * rank);
+Tensor as_strided(const Tensor& t, const ir::View& window) {
   Tensor base = t.contiguous();
-  return view(base, ViewKind::Strided, sizes, strides, base.storage_offset() + geometry.back(), Attrs{geometry});
+  return view(base, ViewKind::Strided, window.sizes, window.strides, base.storage_offset() + window.offset,
+              Attrs{ir::pack_view(window)});
 }
 
 // Overlapping windows (convolution, pooling) accumulate: AddView, not WriteView. The gradient is
 // read through its own view, so a permuted or expanded one costs no copy first.
-Tensor embed(const Tensor& g, const Shape& shape, const std::vector<int64_t>& geometry) {
+Tensor embed(const Tensor& g, const Shape& shape, const ir::View& window) {
   Tensor flat_zeros = zeros({numel_of(shape)}, g.dtype());
-  Tensor out = primitive(ir::Op::AddView, {flat_zeros, g}, {numel_of(shape)}, g.dtype(), Attrs{geometry});
+  Tensor out = primitive(ir::Op::AddView, {flat_zeros, g}, {numel_of(shape)}, g.dtype(), Attrs{ir::pack_view(window)});
   return out.reshape(shape);
 }
 

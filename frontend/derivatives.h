@@ -12,7 +12,7 @@ enum class ViewKind : uint8_t {
   Reshape,  // also squeeze, unsqueeze, flatten
   Permute,  // ints = dims
   Expand,
-  Strided,  // narrow, select, slice, as_strided: ints = sizes|strides|offset relative to a
+  Strided,  // narrow, select, slice, as_strided: ints = a view (ir::pack_view) relative to a
             // contiguous layout of the input's shape
 };
 
@@ -66,10 +66,10 @@ Tensor named(Tensor out, const char* grad_fn_name, Tensors inputs);
 // libtorch's max pooling indices pick it; amax shares it among ties (derivatives.cpp).
 Tensor amax_to_first(const Tensor& x, IntArrayRef dims);
 
-// The strided view `geometry` (sizes|strides|offset over a contiguous `t`) of t, and its adjoint:
-// a zero tensor of `shape` with that view set to `g`.
-Tensor as_strided(const Tensor& t, const std::vector<int64_t>& geometry);
-Tensor embed(const Tensor& g, const Shape& shape, const std::vector<int64_t>& geometry);
+// The strided view `window` (over a contiguous `t`) of t, and its adjoint: a zero tensor of
+// `shape` with that view set to `g`.
+Tensor as_strided(const Tensor& t, const ir::View& window);
+Tensor embed(const Tensor& g, const Shape& shape, const ir::View& window);
 // Sums `g` down to `shape` over broadcast dimensions (the adjoint of expand).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 

@@ -8,6 +8,7 @@
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
+#include "tracer/view_attr.h"
 
 namespace kiln {
 
@@ -169,11 +170,8 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
     Tensor base(self.view_base);
     const int64_t n = self.storage->numel;
     if (base.storage_offset() == 0 && base.is_contiguous() && base.numel() == n) {
-      std::vector<int64_t> geometry = self.sizes;
-      geometry.insert(geometry.end(), self.strides.begin(), self.strides.end());
-      geometry.push_back(self.offset);
       autograd::AutoGradMode enable(true);
-      Tensor fresh = detail::as_strided(base.reshape({n}), geometry);
+      Tensor fresh = detail::as_strided(base.reshape({n}), ir::View{self.sizes, self.strides, self.offset});
       meta.grad_fn = fresh.grad_fn();
       meta.output_nr = 0;
       meta.requires_grad = fresh.requires_grad();
@@ -350,13 +348,12 @@ Tensor& Tensor::assign_view_with_history(const Tensor& value) const {
              ") of a tensor that does not own its storage is not supported");
   KILN_CHECK(!(base.requires_grad() && base.is_leaf()), "in-place op: a view of a leaf Variable that requires "
              "grad is being used in an in-place operation (view ", detail::shape_str(*this), ")");
-  std::vector<int64_t> geometry = self.sizes;
-  geometry.insert(geometry.end(), self.strides.begin(), self.strides.end());
-  geometry.push_back(self.offset);
+  const ir::View window{self.sizes, self.strides, self.offset};
   const int64_t n = self.storage->numel;
-  Tensor written = detail::primitive(ir::Op::WriteView, {base.reshape({n}), value}, {n}, dtype(), detail::Attrs{geometry});
+  Tensor written = detail::primitive(ir::Op::WriteView, {base.reshape({n}), value}, {n}, dtype(),
+                                     detail::Attrs{ir::pack_view(window)});
   base.assign_(written.view(base.sizes()));
-  Tensor fresh = detail::as_strided(base.reshape({n}), geometry);
+  Tensor fresh = detail::as_strided(base.reshape({n}), window);
   self.autograd = std::move(fresh.unsafeGetTensorImpl()->autograd);
   return const_cast<Tensor&>(*this);
 }
@@ -404,9 +401,7 @@ Tensor& Tensor::assign_(const Tensor& value_in) const {
     n.shape = {self.storage->numel};
     n.inputs = {ir::Operand{self.storage->node, ir::View{{self.storage->numel}, {1}, 0}},
                 detail::operand(value)};
-    n.ints = self.sizes;
-    n.ints.insert(n.ints.end(), self.strides.begin(), self.strides.end());
-    n.ints.push_back(self.offset);
+    n.ints = ir::pack_view(ir::View{self.sizes, self.strides, self.offset});
     content = tracer::record(std::move(n));
   }
   tracer::set_content(self.storage, std::move(content));

@@ -4,6 +4,7 @@
 
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
+#include "tracer/view_attr.h"
 
 namespace kiln {
 
@@ -135,10 +136,8 @@ static Tensor window(const Tensor& self, int64_t dim, int64_t start, int64_t len
     st.erase(st.begin() + dim);
     rel.erase(rel.begin() + dim);
   }
-  std::vector<int64_t> geometry = s;
-  geometry.insert(geometry.end(), rel.begin(), rel.end());
-  geometry.push_back(rel_offset);
-  return detail::view(self, ViewKind::Strided, s, st, offset, detail::Attrs{geometry});
+  return detail::view(self, ViewKind::Strided, s, st, offset,
+                      detail::Attrs{ir::pack_view(ir::View{s, rel, rel_offset})});
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
