@@ -168,38 +168,47 @@ class HalideBackend final : public Backend {
       int64_t integer;
     };
     std::vector<ConstArgument> consts;
-    std::vector<void*> argv;
-    // The order of arguments.h.
-    for (const auto& r : k.reads) {
-      KILN_CHECK(r.node->result, "halide: kernel reads ", ir::op_name(r.node->op), " before it is computed (", k.key(), ")");
-      buffers.emplace_back(r.node->result->data(), r.node->dtype, Shape{r.node->numel()});
-    }
-    for (auto& b : buffers) argv.push_back(&b.buf);
-    for (auto e : k.domain) ints.push_back(int32_t(e));
-    for (const auto& r : k.reads) {
-      ints.push_back(int32_t(r.offset));
-      for (auto s : r.strides)
-        if (halide::stride_class(s) == 's') ints.push_back(int32_t(s));
-    }
-    for (auto& i : ints) argv.push_back(&i);
-    for (const auto& kn : k.nodes)
-      if (kn.node->op == ir::Op::Const) {
-        ConstArgument& c = consts.emplace_back();
-        if (kn.node->dtype == kLong)
-          c.integer = kn.node->int_scalar;
-        else
-          c.floating = kn.node->scalar;
-      }
-    for (auto& c : consts) argv.push_back(&c);
-    Shape row_extents;  // a Reduction's per-row outputs: the kept dims
+    consts.reserve(k.nodes.size());
+    std::vector<void*> argv;  // into buffers, ints and consts: reserved above, they never move
+    Shape row_extents;        // a Reduction's per-row outputs: the kept dims
     for (size_t d = 0; d < k.domain.size(); ++d)
       if (k.kind == Kernel::Kind::Reduction && !k.reduced[d]) row_extents.push_back(k.domain[d]);
-    for (int o : k.outputs) {
-      ir::Node& n = *k.nodes[o].node;
-      n.result = make_buffer(n.numel() * element_size(n.dtype));
-      buffers.emplace_back(n.result->data(), n.dtype, k.nodes[o].per_row ? row_extents : k.domain);
-      argv.push_back(&buffers.back().buf);
-    }
+    halide::for_each_argument(k, [&](const halide::KernelArgument& a) {
+      using Kind = halide::KernelArgument::Kind;
+      switch (a.kind) {
+        case Kind::Input: {
+          const fusion::Read& r = k.reads[size_t(a.read)];
+          KILN_CHECK(r.node->result, "halide: kernel reads ", ir::op_name(r.node->op), " before it is computed (",
+                     k.key(), ")");
+          argv.push_back(&buffers.emplace_back(r.node->result->data(), r.node->dtype, Shape{r.node->numel()}).buf);
+          break;
+        }
+        case Kind::Extent: argv.push_back(&ints.emplace_back(int32_t(k.domain[size_t(a.dim)]))); break;
+        case Kind::Offset: argv.push_back(&ints.emplace_back(int32_t(k.reads[size_t(a.read)].offset))); break;
+        case Kind::Stride:
+          argv.push_back(&ints.emplace_back(int32_t(k.reads[size_t(a.read)].strides[size_t(a.dim)])));
+          break;
+        case Kind::Int64Const: {
+          ConstArgument& c = consts.emplace_back();
+          c.integer = k.nodes[size_t(a.node)].node->int_scalar;
+          argv.push_back(&c);
+          break;
+        }
+        case Kind::Float64Const: {
+          ConstArgument& c = consts.emplace_back();
+          c.floating = k.nodes[size_t(a.node)].node->scalar;
+          argv.push_back(&c);
+          break;
+        }
+        case Kind::Output: {
+          ir::Node& n = *k.nodes[size_t(a.node)].node;
+          n.result = make_buffer(n.numel() * element_size(n.dtype));
+          const Shape& extents = k.nodes[size_t(a.node)].per_row ? row_extents : k.domain;
+          argv.push_back(&buffers.emplace_back(n.result->data(), n.dtype, extents).buf);
+          break;
+        }
+      }
+    });
     if (numel_of(k.domain) == 0 && k.kind == Kernel::Kind::Pointwise) return;
     const bool trace = log().should_log(spdlog::level::trace);
     const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();

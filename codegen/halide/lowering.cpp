@@ -9,44 +9,47 @@ using namespace Halide;
 using ir::Op;
 
 Lowering::Lowering(const fusion::Kernel& kernel) : k(kernel) {
-  const size_t rank = k.domain.size();
-  for (size_t r = 0; r < k.reads.size(); ++r)
-    inputs.emplace_back(storage_type(k.reads[r].node->dtype), 1, "in" + std::to_string(r));
-  for (size_t d = 0; d < rank; ++d) extents.emplace_back("extent" + std::to_string(d));
   strides.resize(k.reads.size());
-  for (size_t r = 0; r < k.reads.size(); ++r) {
-    offsets.emplace_back("offset" + std::to_string(r));
-    for (size_t d = 0; d < rank; ++d)
-      if (stride_class(k.reads[r].strides[d]) == 's')
-        strides[r].emplace(d, Param<int32_t>("stride" + std::to_string(r) + "_" + std::to_string(d)));
-  }
-  std::vector<Argument> const_arguments;
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    const ir::Node& n = *k.nodes[i].node;
-    if (n.op != Op::Const) continue;
-    const std::string name = "const" + std::to_string(i);
-    if (n.dtype == kLong) {  // exact: a float64 is not above 2^53
-      Param<int64_t> p(name);
-      consts[int(i)] = p;
-      const_arguments.push_back(p);
-    } else {
-      Param<double> p(name);
-      consts[int(i)] = p;
-      const_arguments.push_back(p);
+  for_each_argument(k, [&](const KernelArgument& a) {
+    const std::string read = std::to_string(a.read), dim = std::to_string(a.dim), node = std::to_string(a.node);
+    switch (a.kind) {
+      case KernelArgument::Kind::Input:
+        inputs.emplace_back(storage_type(k.reads[size_t(a.read)].node->dtype), 1, "in" + read);
+        arguments.push_back(inputs.back());
+        break;
+      case KernelArgument::Kind::Extent:
+        extents.emplace_back("extent" + dim);
+        arguments.push_back(extents.back());
+        break;
+      case KernelArgument::Kind::Offset:
+        offsets.emplace_back("offset" + read);
+        arguments.push_back(offsets.back());
+        break;
+      case KernelArgument::Kind::Stride: {
+        Param<int32_t> p("stride" + read + "_" + dim);
+        strides[size_t(a.read)].emplace(size_t(a.dim), p);
+        arguments.push_back(p);
+        break;
+      }
+      case KernelArgument::Kind::Int64Const: {  // exact: a float64 is not above 2^53
+        Param<int64_t> p("const" + node);
+        consts[a.node] = p;
+        arguments.push_back(p);
+        break;
+      }
+      case KernelArgument::Kind::Float64Const: {
+        Param<double> p("const" + node);
+        consts[a.node] = p;
+        arguments.push_back(p);
+        break;
+      }
+      case KernelArgument::Kind::Output: break;  // Halide passes the pipeline's outputs after its arguments
     }
-  }
-  // The order of arguments/arguments.h.
-  for (auto& in : inputs) arguments.push_back(in);
-  for (auto& e : extents) arguments.push_back(e);
-  for (size_t r = 0; r < k.reads.size(); ++r) {
-    arguments.push_back(offsets[r]);
-    for (auto& [d, p] : strides[r]) arguments.push_back(p);
-  }
-  arguments.insert(arguments.end(), const_arguments.begin(), const_arguments.end());
-  for (size_t i = 0; i < k.reads.size(); ++i) {
+  });
+  for (auto& in : inputs) {
     // Inputs are read through computed indices: tell Halide their one dimension starts at 0.
-    inputs[i].dim(0).set_min(0);
-    inputs[i].dim(0).set_stride(1);
+    in.dim(0).set_min(0);
+    in.dim(0).set_stride(1);
   }
 }
 

@@ -21,7 +21,7 @@ struct Lowering {
   std::vector<Halide::Param<int32_t>> offsets;
   std::vector<std::map<size_t, Halide::Param<int32_t>>> strides;  // per read: dim -> param
   std::map<int, Halide::Expr> consts;  // node index -> its Const's value: a float64 Param, int64 for an int64 Const
-  std::vector<Halide::Argument> arguments;
+  std::vector<Halide::Argument> arguments;  // those for_each_argument (arguments.h) names, outputs aside
 
   explicit Lowering(const fusion::Kernel& kernel);
 
