@@ -62,6 +62,16 @@ bool fold(const ir::Node& n, double& out) {
   return true;
 }
 
+// A reduction over axes of extent 1 only reads one element per output: it is the elementwise
+// identity (a Cast where the dtype changes, as sum's int64 of an int32). Backends then never see a
+// reduction kernel without a reduced dim.
+bool reduces_nothing(const ir::Node& n) {
+  if (ir::op_kind(n.op) != ir::OpKind::Reduce) return false;
+  for (int64_t axis : n.ints)
+    if (n.inputs[0].view.sizes[size_t(axis)] != 1) return false;
+  return true;
+}
+
 }  // namespace
 
 void simplify(Plan& plan) {
@@ -84,6 +94,11 @@ void simplify(Plan& plan) {
       n.inputs.clear();
       changed = true;
       continue;
+    }
+    if (reduces_nothing(n)) {
+      n.op = n.dtype == n.inputs[0].node->dtype ? Op::Copy : Op::Cast;
+      n.ints.clear();
+      changed = true;
     }
     if (step.is_root) continue;
     if (const ir::Operand* same = identity_operand(n)) {
