@@ -232,20 +232,26 @@ void Tensor::remove_hook(unsigned handle) const {
 
 // --- conversions and copies ---
 
-Tensor Tensor::to(ScalarType t, bool, bool copy) const {
-  if (t == dtype()) return copy ? clone() : *this;
-  return detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+Tensor Tensor::to(ScalarType t, bool, bool copy, std::optional<MemoryFormat> memory_format) const {
+  const bool relayout = memory_format && *memory_format != MemoryFormat::Preserve;
+  if (t == dtype()) {
+    if (relayout) return copy ? clone(memory_format) : contiguous(*memory_format);
+    return copy ? clone() : *this;
+  }
+  Tensor cast = detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+  return relayout ? cast.contiguous(*memory_format) : cast;
 }
 Tensor Tensor::cuda() const {
   detail::require_cpu(kCUDA, "cuda");
   return *this;
 }
-Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy) const {
+Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy,
+                  std::optional<MemoryFormat> memory_format) const {
   detail::require_cpu(device.type(), "to");
-  return to(t, non_blocking, copy);
+  return to(t, non_blocking, copy, memory_format);
 }
-Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
-  return o.has_dtype() ? to(o.dtype(), nb, copy) : (copy ? clone() : *this);
+Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy, std::optional<MemoryFormat> memory_format) const {
+  return to(o.has_dtype() ? o.dtype() : dtype(), nb, copy, memory_format);
 }
 
 namespace {
