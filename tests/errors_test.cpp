@@ -216,7 +216,7 @@ TEST(Errors, ShapesOfViewsAndReshapes) {
   EXPECT_ERROR(x.unflatten(1, {2, 2}), "view", "[2, 2, 2]");
   EXPECT_ERROR(kiln::zeros({2, -1}), "full", "negative dimension -1");
   EXPECT_ERROR(kiln::ones({1, 1, 1, 1, 1, 1, 1, 1, 1}), "at most 8 dimensions");
-  EXPECT_ERROR(kiln::tensor({{1.0, 2.0}, {3.0}}), "tensor", "length 2");
+  EXPECT_ERROR(kiln::tensor({{1.0, 2.0}, {3.0}}), "tensor", "sub-lists to have sizes: 2");
   EXPECT_ERROR((void)x.item<float>(), "item", "6 elements");
   EXPECT_ERROR(kiln::cat({}), "cat", "non-empty");
   EXPECT_ERROR(kiln::cat({x, kiln::ones({2, 2, 1})}), "cat", "same number of dimensions", "[2, 2, 1]");
