@@ -3,6 +3,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <queue>
@@ -133,6 +134,10 @@ struct GraphTask {
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
   tensor_list captured;
   std::unordered_set<Node*> accumulate_only;  // with backward(inputs=...): the leaves to fill
+  // With grad() or backward(inputs=...), only nodes whose gradients lead to a captured or filled
+  // one run (libtorch's exec_info); empty: every node runs.
+  std::unordered_set<Node*> runs;
+  bool filtered = false;
 };
 
 void add_to_buffer(GraphTask& task, Node* fn, uint32_t slot, const Tensor& g) {
@@ -141,9 +146,47 @@ void add_to_buffer(GraphTask& task, Node* fn, uint32_t slot, const Tensor& g) {
   buf[slot] = buf[slot].defined() ? buf[slot] + g : g;
 }
 
-// The hooks that tensors registered on gradient `slot` of `fn` (non-leaf: their grad_fn; leaf:
-// its accumulator) live in those tensors' metadata; we find them through `hook_owners`.
-using HookOwners = std::unordered_map<Node*, std::vector<std::weak_ptr<TensorImpl>>>;
+// The hooks that tensors registered on gradient `slot` of `fn` (non-leaf: the grad_fn they had
+// then; leaf: its accumulator) live in those tensors' metadata; we find them through
+// `hook_owners`, in the order they run. kRetainGrad stands for retain_grad among them.
+struct HookRef {
+  std::weak_ptr<TensorImpl> tensor;
+  uint32_t slot;
+  int64_t hook_id;
+};
+constexpr int64_t kRetainGrad = -1;
+using HookOwners = std::unordered_map<Node*, std::vector<HookRef>>;
+
+// Which nodes must run for the gradients grad() or backward(inputs=...) asks for: those with an
+// edge into a captured node, a leaf to fill, or another node that must run.
+void mark_needed(GraphTask& task, const std::vector<Edge>& roots) {
+  std::unordered_map<Node*, bool> needed;  // done nodes
+  std::vector<std::pair<Node*, size_t>> stack;
+  auto target = [&](Node* n) { return task.captures.count(n) || task.accumulate_only.count(n); };
+  for (const auto& r : roots) {
+    if (!r.valid() || needed.count(r.fn.get())) continue;
+    stack.push_back({r.fn.get(), 0});
+    needed[r.fn.get()] = false;
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next < n->next_edges.size()) {
+        Node* child = n->next_edges[next++].fn.get();
+        if (child && !needed.count(child)) {
+          needed[child] = false;
+          stack.push_back({child, 0});
+        }
+        continue;
+      }
+      bool runs = task.accumulate_only.count(n) > 0;
+      for (const auto& e : n->next_edges)
+        if (e.valid() && (target(e.fn.get()) || needed[e.fn.get()])) runs = true;
+      if (runs) task.runs.insert(n);
+      needed[n] = runs;
+      stack.pop_back();
+    }
+  }
+  task.filtered = true;
+}
 
 void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_list& root_grads,
                 const HookOwners& hook_owners, bool create_graph) {
@@ -184,26 +227,32 @@ void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_li
     tensor_list grads = std::move(task.buffers[fn]);
     task.buffers.erase(fn);
     grads.resize(fn->output_shapes.size());
-    for (size_t i = 0; i < grads.size(); ++i)
+    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(fn) != nullptr;
+    // A leaf that no gradient reached (a custom backward returned none) keeps its .grad as it was.
+    const bool nothing_reached = is_leaf_acc && !grads[0].defined();
+    for (size_t i = 0; i < grads.size() && !nothing_reached; ++i)
       if (!grads[i].defined()) grads[i] = zeros(fn->output_shapes[i], fn->output_dtypes[i]);
     // Tensor hooks see (and may replace) the gradient before it is used.
-    if (auto it = hook_owners.find(fn); it != hook_owners.end())
-      for (const auto& w : it->second)
-        if (auto impl = w.lock()) {
+    if (auto it = hook_owners.find(fn); it != hook_owners.end() && !nothing_reached)
+      for (const HookRef& ref : it->second)
+        if (auto impl = ref.tensor.lock()) {
           auto& m = *impl->autograd;
-          Tensor& g = grads[m.grad_fn ? m.output_nr : 0];
+          Tensor& g = grads[ref.slot];
+          if (ref.hook_id == kRetainGrad) {
+            // Keeps the non-leaf's gradient, accumulating over backward calls as PyTorch does.
+            m.grad = m.grad.defined() ? m.grad + g.detach() : g.detach();
+            continue;
+          }
           for (auto& [id, hook] : m.hooks)
-            if (Tensor r = hook(g); r.defined()) g = r;
-          // retain_grad: keep the non-leaf's gradient, accumulating over backward calls as PyTorch does.
-          if (m.retains_grad) m.grad = m.grad.defined() ? m.grad + g.detach() : g.detach();
+            if (int64_t(id) == ref.hook_id)
+              if (Tensor r = hook(g); r.defined()) g = r;
         }
     if (auto it = task.captures.find(fn); it != task.captures.end())
       for (auto [slot, index] : it->second) task.captured[index] = grads[slot];
 
-    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(fn) != nullptr;
     tensor_list outputs;
-    if (!is_leaf_acc || (task.accumulate && (task.accumulate_only.empty() || task.accumulate_only.count(fn))))
-      outputs = fn->apply(std::move(grads));
+    const bool runs = !task.filtered || task.runs.count(fn);
+    if (runs && !nothing_reached && (!is_leaf_acc || task.accumulate)) outputs = fn->apply(std::move(grads));
     if (!task.keep_graph) fn->release_variables();
 
     for (size_t i = 0; i < fn->next_edges.size(); ++i) {
@@ -215,12 +264,28 @@ void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_li
   }
 }
 
-// Collects, for hooks and retain_grad, which tensors hang off which node.
+// Collects, for hooks and retain_grad, which tensors hang off which node, in the order they run.
 void note_hook_owner(HookOwners& owners, const Tensor& t) {
   auto* m = t.unsafeGetTensorImpl()->autograd.get();
   if (!m || (m->hooks.empty() && !m->retains_grad)) return;
-  Edge e = kiln::detail::gradient_edge(t);
-  if (e.valid()) owners[e.fn.get()].push_back(t.impl_ptr());
+  const Edge current = kiln::detail::gradient_edge(t);
+  auto add = [&](Node* fn, uint32_t slot, int64_t id) {
+    if (fn) owners[fn].push_back({t.impl_ptr(), slot, id});
+  };
+  bool retain_pending = m->retains_grad;
+  for (const auto& [id, hook] : m->hooks) {
+    if (retain_pending && id >= m->retain_grad_position) {
+      add(current.fn.get(), current.input_nr, kRetainGrad);
+      retain_pending = false;
+    }
+    auto at = m->hook_nodes.find(id);
+    if (at == m->hook_nodes.end()) {
+      add(current.fn.get(), current.input_nr, int64_t(id));
+    } else if (auto fn = at->second.first.lock()) {
+      add(fn.get(), at->second.second, int64_t(id));
+    }
+  }
+  if (retain_pending) add(current.fn.get(), current.input_nr, kRetainGrad);
 }
 
 // Hook owners must be found before running: tensors register hooks in their metadata, so we keep
@@ -282,17 +347,35 @@ void backward(const tensor_list& tensors, const tensor_list& grad_tensors, std::
   std::vector<Edge> roots;
   for (const auto& t : tensors) roots.push_back(kiln::detail::gradient_edge(t));
   std::vector<std::shared_ptr<Node>> accumulators;  // alive while the engine runs (see grad())
-  for (const auto& in : inputs) {
+  // Non-leaf inputs get the gradient that reaches them in .grad, as a retained gradient would.
+  std::vector<size_t> non_leaves;
+  task.captured.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
     KILN_CHECK(in.requires_grad(), "backward: One of the differentiated Tensors does not require grad");
-    KILN_CHECK(in.is_leaf(), "backward: inputs= supports only leaf tensors in kiln");
-    accumulators.push_back(kiln::detail::gradient_edge(in).fn);
-    task.accumulate_only.insert(accumulators.back().get());
+    const Edge e = kiln::detail::gradient_edge(in);
+    accumulators.push_back(e.fn);
+    if (in.is_leaf()) {
+      task.accumulate_only.insert(e.fn.get());
+    } else {
+      task.captures[e.fn.get()].push_back({e.input_nr, i});
+      non_leaves.push_back(i);
+    }
   }
+  if (!inputs.empty()) mark_needed(task, roots);
   run_engine(task, roots, grads, collect_hook_owners(), create_graph);
+  for (size_t i : non_leaves) {
+    const Tensor& g = task.captured[i];
+    if (!g.defined()) continue;
+    Tensor& into = inputs[i].mutable_grad();
+    const Tensor incoming = create_graph ? g : g.detach();
+    into = into.defined() ? into + incoming : incoming;
+  }
 }
 
 tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs,
                  std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  KILN_CHECK(!inputs.empty(), "grad: grad requires non-empty inputs.");
   tensor_list grads = make_root_grads(outputs, grad_outputs);
   GraphTask task;
   task.keep_graph = retain_graph.value_or(create_graph);
@@ -310,6 +393,7 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   }
   std::vector<Edge> roots;
   for (const auto& t : outputs) roots.push_back(kiln::detail::gradient_edge(t));
+  mark_needed(task, roots);
   run_engine(task, roots, grads, collect_hook_owners(), create_graph);
   for (size_t i = 0; i < inputs.size(); ++i)
     KILN_CHECK(allow_unused || task.captured[i].defined(), "grad: One of the differentiated Tensors (input ",
@@ -368,6 +452,10 @@ tensor_list AutogradContext::get_saved_variables() const {
   return out;
 }
 
+void AutogradContext::mark_dirty(const tensor_list& inputs) {
+  for (const auto& t : inputs) dirty_.push_back(t.unsafeGetTensorImpl());
+}
+
 void AutogradContext::mark_non_differentiable(const tensor_list& outputs) {
   for (const auto& t : outputs) non_differentiable_.push_back(t.unsafeGetTensorImpl());
 }
@@ -391,6 +479,23 @@ tensor_list CustomNodeBase::apply(tensor_list&& grads) {
   }
   KILN_CHECK(per_input.size() == next_edges.size(), fn_name, ": backward returned ", per_input.size(),
              " gradients, expected ", next_edges.size());
+  // As libtorch's validate_outputs: a gradient that broadcasts to its input is summed down to it.
+  for (size_t i = 0; i < per_input.size() && i < input_shapes.size(); ++i) {
+    Tensor& g = per_input[i];
+    if (!g.defined() || !next_edges[i].valid()) continue;
+    if (g.sizes() != IntArrayRef(input_shapes[i])) {
+      const Shape& want = input_shapes[i];
+      bool expandable = int64_t(want.size()) <= g.dim();
+      for (size_t d = 0; expandable && d < want.size(); ++d) {
+        const int64_t have = g.size(g.dim() - int64_t(want.size()) + int64_t(d));
+        expandable = want[d] == have || want[d] == 1;
+      }
+      KILN_CHECK(expandable, "Function ", fn_name, " returned an invalid gradient at index ", i, " - got ",
+                 g.sizes().vec(), " but expected shape compatible with ", want);
+      g = kiln::detail::sum_to(g, want);
+    }
+    if (g.dtype() != input_dtypes[i]) g = g.to(input_dtypes[i]);
+  }
   return per_input;
 }
 
@@ -412,8 +517,26 @@ void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_lis
   static std::atomic<uint64_t> counter{uint64_t(1) << 62};
   node->sequence_nr = counter.fetch_add(1);
   const bool track = GradMode::is_enabled() && kiln::detail::any_requires_grad(inputs);
+  const auto& dirty = node->ctx.dirty_;
+  auto is_dirty = [&](const Tensor& t) {
+    return t.defined() && std::find(dirty.begin(), dirty.end(), t.unsafeGetTensorImpl()) != dirty.end();
+  };
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      KILN_CHECK(!(is_dirty(outputs[i]) && outputs[i].is_same(outputs[j])), node->fn_name, ": outputs ", j, " and ", i,
+                 " are the same tensor, an input marked dirty (modified in place): return it once");
+  for (const auto& t : inputs)
+    if (is_dirty(t)) {
+      KILN_CHECK(!(track && t.requires_grad() && t.is_leaf()),
+                 "a leaf Variable that requires grad has been used in an in-place operation.");
+      ++t.unsafeGetTensorImpl()->storage->version;
+    }
   if (track) {
-    for (const auto& t : inputs) node->next_edges.push_back(kiln::detail::gradient_edge(t));
+    for (const auto& t : inputs) {
+      node->next_edges.push_back(kiln::detail::gradient_edge(t));
+      node->input_shapes.push_back(t.defined() ? Shape(t.sizes()) : Shape());
+      node->input_dtypes.push_back(t.defined() ? t.dtype() : kFloat);
+    }
     for (uint32_t i = 0; i < outputs.size(); ++i) {
       Tensor& out = outputs[i];
       node->output_shapes.push_back(out.sizes().vec());
@@ -421,9 +544,10 @@ void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_lis
       bool differentiable = out.is_floating_point();
       for (auto* nd : node->ctx.non_differentiable_) differentiable &= nd != out.unsafeGetTensorImpl();
       if (!differentiable) continue;
-      // An output that is an input returned as is becomes a new alias, so its history is its own.
+      // An output that is an input returned as is becomes a new alias, so its history is its own;
+      // an input marked dirty is itself the output (its history rebased on this node).
       for (const auto& in : inputs)
-        if (in.defined() && in.is_same(out)) out = out.detach();
+        if (in.defined() && in.is_same(out) && !is_dirty(out)) out = out.detach();
       kiln::detail::set_history(out, node, i);
     }
   }

@@ -72,6 +72,12 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, made on first use
   std::vector<std::pair<unsigned, std::function<Tensor(Tensor)>>> hooks;
   unsigned next_hook = 0;
+  // The grad_fn (and its output) each hook of a non-leaf was registered on, by hook id: as in
+  // libtorch, a hook sees the gradient of the value it was registered on, even after the tensor
+  // is modified in place. retain_grad follows the tensor's current grad_fn, and runs among its
+  // hooks as if it were the hook registered with id `retain_grad_position`.
+  std::map<unsigned, std::pair<std::weak_ptr<Node>, uint32_t>> hook_nodes;
+  unsigned retain_grad_position = 0;
 };
 
 // Gradient mode, per thread.
@@ -142,7 +148,9 @@ class AutogradContext {
  public:
   void save_for_backward(const tensor_list& tensors);
   tensor_list get_saved_variables() const;
-  void mark_dirty(const tensor_list&) {}
+  // Inputs the forward modified in place: their version counters are bumped and they become
+  // outputs of this function (their history rebased on it), as in libtorch.
+  void mark_dirty(const tensor_list& inputs);
   void mark_non_differentiable(const tensor_list& outputs);
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
   bool needs_input_grad(size_t index) const;
@@ -156,6 +164,7 @@ class AutogradContext {
   std::vector<SavedTensor> saved_;  // filled once the outputs are known
   std::vector<bool> needs_input_grad_;
   std::vector<TensorImpl*> non_differentiable_;
+  std::vector<TensorImpl*> dirty_;
   bool materialize_grads_ = true;
   std::weak_ptr<Node> node_;
 };
@@ -166,6 +175,8 @@ struct CustomNodeBase : Node {
   AutogradContext ctx;
   std::function<tensor_list(AutogradContext*, tensor_list)> backward_fn;
   std::vector<bool> input_is_tensor;  // which forward arguments were tensors
+  std::vector<Shape> input_shapes;    // of the tensor arguments: a gradient must broadcast to them
+  std::vector<ScalarType> input_dtypes;
   std::string name() const override { return fn_name; }
   tensor_list apply(tensor_list&& grads) override;
   void release_variables() override;

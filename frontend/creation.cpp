@@ -9,6 +9,7 @@
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
+#include "frontend/tensor_data.h"
 
 namespace kiln {
 
@@ -50,18 +51,7 @@ Tensor from_values(const Src* values, IntArrayRef size, ScalarType default_dtype
   return finish(from_host(size, t, [&](void* dst, int64_t n) { convert_into(dst, t, values, n); }), o);
 }
 
-template <typename T>
-Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, ScalarType dflt, const TensorOptions& o) {
-  std::vector<T> flat;
-  const int64_t cols = rows.size() ? int64_t(rows.begin()->size()) : 0;
-  for (const auto& r : rows) {
-    KILN_CHECK(int64_t(r.size()) == cols, "tensor: expected sequence of length ", cols, " at dim 1 (got ", r.size(), ")");
-    flat.insert(flat.end(), r.begin(), r.end());
-  }
-  return from_values(flat.data(), {int64_t(rows.size()), cols}, dflt, o);
-}
-
-ScalarType float_dtype(const TensorOptions& o) { return o.has_dtype() ? o.dtype() : kFloat; }
+ScalarType float_dtype(const TensorOptions& o) { return o.has_dtype() ? o.dtype() : get_default_dtype_as_scalartype(); }
 
 // --- libtorch's CPU generator: mt19937, with its transformations to uniform and normal values ---
 struct Generator {
@@ -174,43 +164,15 @@ void manual_seed(uint64_t seed) {
   g.next_double_normal.reset();
 }
 
-// libtorch makes floating tensors in the default dtype (float32), whatever the C++ type.
-Tensor tensor(const std::vector<double>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kFloat, o); }
-Tensor tensor(const std::vector<float>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kFloat, o); }
-Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kLong, o); }
-Tensor tensor(const std::vector<int>& v, const TensorOptions& o) { return from_values(v.data(), {int64_t(v.size())}, kLong, o); }
-Tensor tensor(const std::vector<bool>& v, const TensorOptions& o) {
-  std::vector<uint8_t> bytes(v.begin(), v.end());
-  return from_values(bytes.data(), {int64_t(v.size())}, kBool, o);
-}
-
-Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kFloat, o); }
-Tensor tensor(std::initializer_list<float> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kFloat, o); }
-Tensor tensor(std::initializer_list<int64_t> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kLong, o); }
-Tensor tensor(std::initializer_list<int> v, const TensorOptions& o) { return from_values(v.begin(), {int64_t(v.size())}, kLong, o); }
-Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) { return tensor(std::vector<bool>(v), o); }
-Tensor tensor(std::initializer_list<std::initializer_list<double>> r, const TensorOptions& o) { return from_rows(r, kFloat, o); }
-Tensor tensor(std::initializer_list<std::initializer_list<float>> r, const TensorOptions& o) { return from_rows(r, kFloat, o); }
-Tensor tensor(std::initializer_list<std::initializer_list<int64_t>> r, const TensorOptions& o) { return from_rows(r, kLong, o); }
-Tensor tensor(std::initializer_list<std::initializer_list<int>> r, const TensorOptions& o) { return from_rows(r, kLong, o); }
-Tensor tensor(double v, const TensorOptions& o) { return from_values(&v, {}, kFloat, o); }
-Tensor tensor(float v, const TensorOptions& o) { return from_values(&v, {}, kFloat, o); }
-Tensor tensor(int64_t v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
-Tensor tensor(int v, const TensorOptions& o) { return from_values(&v, {}, kLong, o); }
-Tensor tensor(bool v, const TensorOptions& o) {
-  uint8_t byte = v;
-  return from_values(&byte, {}, kBool, o);
-}
-
 // The default float dtype whatever the value's type, as libtorch (full infers it from the value).
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o) {
-  return full({}, s, o.has_dtype() ? o : o.dtype(kFloat));
+  return full({}, s, o.has_dtype() ? o : o.dtype(get_default_dtype_as_scalartype()));
 }
 
 Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
   // libtorch infers full's dtype from the value: bool, int64 or the default float.
-  ScalarType t = o.has_dtype() ? o.dtype() : value.type() == kDouble ? kFloat : value.type();
+  ScalarType t = o.has_dtype() ? o.dtype() : value.type() == kDouble ? get_default_dtype_as_scalartype() : value.type();
   KILN_CHECK(detail::converts_without_overflow(value, t), "full: value ", value.toDouble(),
              " cannot be converted to type ", t, " without overflow (size ", size.vec(), ")");
   ir::Node n;
@@ -261,7 +223,7 @@ Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end,
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& o) { return arange(start, end, 1, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
   const bool integral = start.isIntegral(true) && end.isIntegral(true) && step.isIntegral(true);
-  ScalarType t = o.has_dtype() ? o.dtype() : integral ? kLong : kFloat;
+  ScalarType t = o.has_dtype() ? o.dtype() : integral ? kLong : get_default_dtype_as_scalartype();
   if (t == kLong) return arange_of_longs(start, end, step, o.dtype(t));
   const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
   KILN_CHECK(st != 0, "arange: step must be nonzero");
@@ -286,7 +248,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
     const int64_t half = steps == 1 ? 1 : steps / 2;  // one step is start
     std::vector<T> v(steps);
     for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? std::fma(step, T(i), s) : std::fma(-step, T(steps - i - 1), e);
-    return from_values(v.data(), {steps}, kFloat, o);
+    return from_values(v.data(), {steps}, float_dtype(o), o);
   };
   return float_dtype(o) == kFloat ? fill(0.0f) : fill(0.0);
 }
@@ -296,7 +258,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
   KILN_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
   std::vector<double> v(n * m, 0.0);
   for (int64_t i = 0; i < std::min(n, m); ++i) v[i * m + i] = 1;
-  return from_values(v.data(), {n, m}, kFloat, o);
+  return from_values(v.data(), {n, m}, float_dtype(o), o);
 }
 
 Tensor rand(IntArrayRef size, const TensorOptions& o) {

@@ -229,8 +229,7 @@ Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, const Scala
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  Tensor af = a.to(kDouble), bf = b.to(kDouble);
-  return ((af - bf).abs() <= bf.abs() * rtol + atol).all().item<bool>();
+  return allclose(a, b, rtol, atol, /*equal_nan=*/false);
 }
 bool equal(const Tensor& a, const Tensor& b) {
   return a.sizes() == b.sizes() && (a == b).all().item<bool>();

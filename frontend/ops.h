@@ -6,31 +6,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/indexing.h"
 #include "frontend/nn/enum.h"
 #include "frontend/tensor.h"
+#include "frontend/tensor_api.h"
+#include "frontend/tensor_data.h"
 
 namespace kiln {
 
 // --- creation ---
-Tensor tensor(const std::vector<double>& values, const TensorOptions& o = {});
-Tensor tensor(const std::vector<float>& values, const TensorOptions& o = {});
-Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& o = {});
-Tensor tensor(const std::vector<int>& values, const TensorOptions& o = {});
-Tensor tensor(const std::vector<bool>& values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<double> values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<float> values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<int> values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<bool> values, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<std::initializer_list<int64_t>> rows, const TensorOptions& o = {});
-Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& o = {});
-Tensor tensor(double value, const TensorOptions& o = {});
-Tensor tensor(float value, const TensorOptions& o = {});
-Tensor tensor(int64_t value, const TensorOptions& o = {});
-Tensor tensor(int value, const TensorOptions& o = {});
-Tensor tensor(bool value, const TensorOptions& o = {});
 Tensor scalar_tensor(const Scalar& s, const TensorOptions& o = {});
 Tensor zeros(IntArrayRef size, const TensorOptions& o = {});
 Tensor ones(IntArrayRef size, const TensorOptions& o = {});

@@ -61,6 +61,10 @@ namespace detail {
 void require_cpu(DeviceType type, const char* what);
 }  // namespace detail
 
+// libtorch's tensor layouts: kiln's tensors are all strided (dense, with any strides).
+enum class Layout : uint8_t { Strided };
+inline constexpr Layout kStrided = Layout::Strided;
+
 struct TensorOptions {
   TensorOptions() = default;
   TensorOptions(ScalarType t) : dtype_(t), has_dtype_(true) {}
@@ -81,6 +85,8 @@ struct TensorOptions {
     return *this;
   }
   DeviceType device_type() const { return DeviceType::CPU; }
+  TensorOptions layout(Layout) const { return *this; }  // strided, the only layout
+  Layout layout() const { return kStrided; }
   ScalarType dtype() const { return dtype_; }
   bool has_dtype() const { return has_dtype_; }
   bool requires_grad() const { return requires_grad_; }

@@ -186,14 +186,17 @@ int64_t Tensor::_version() const { return impl().storage->version; }
 
 void Tensor::retain_grad() {
   KILN_CHECK(requires_grad(), "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
-  if (is_leaf()) return;
-  meta(impl()).retains_grad = true;
+  if (is_leaf() || retains_grad()) return;
+  auto& m = meta(impl());
+  m.retains_grad = true;
+  m.retain_grad_position = m.next_hook;
   autograd::internal::remember_hooked(*this);
 }
 bool Tensor::retains_grad() const { return impl().autograd && impl().autograd->retains_grad; }
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
                       std::optional<TensorList> inputs) const {
+  KILN_CHECK(!inputs || !inputs->empty(), "backward: 'inputs' argument to backward cannot be empty");
   autograd::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{}, retain_graph,
                      create_graph, inputs.value_or(TensorList{}));
 }
@@ -209,6 +212,7 @@ unsigned Tensor::register_hook(std::function<Tensor(Tensor)> hook) const {
   KILN_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that doesn't require gradient");
   auto& m = meta(const_cast<TensorImpl&>(impl()));
   m.hooks.emplace_back(m.next_hook, std::move(hook));
+  if (m.grad_fn) m.hook_nodes[m.next_hook] = {m.grad_fn, m.output_nr};
   autograd::internal::remember_hooked(*this);
   return m.next_hook++;
 }
@@ -224,26 +228,33 @@ void Tensor::remove_hook(unsigned handle) const {
   for (auto it = hooks.begin(); it != hooks.end(); ++it)
     if (it->first == handle) {
       hooks.erase(it);
+      impl().autograd->hook_nodes.erase(handle);
       return;
     }
 }
 
 // --- conversions and copies ---
 
-Tensor Tensor::to(ScalarType t, bool, bool copy) const {
-  if (t == dtype()) return copy ? clone() : *this;
-  return detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+Tensor Tensor::to(ScalarType t, bool, bool copy, std::optional<MemoryFormat> memory_format) const {
+  const bool relayout = memory_format && *memory_format != MemoryFormat::Preserve;
+  if (t == dtype()) {
+    if (relayout) return copy ? clone(memory_format) : contiguous(*memory_format);
+    return copy ? clone() : *this;
+  }
+  Tensor cast = detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
+  return relayout ? cast.contiguous(*memory_format) : cast;
 }
 Tensor Tensor::cuda() const {
   detail::require_cpu(kCUDA, "cuda");
   return *this;
 }
-Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy) const {
+Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy,
+                  std::optional<MemoryFormat> memory_format) const {
   detail::require_cpu(device.type(), "to");
-  return to(t, non_blocking, copy);
+  return to(t, non_blocking, copy, memory_format);
 }
-Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy) const {
-  return o.has_dtype() ? to(o.dtype(), nb, copy) : (copy ? clone() : *this);
+Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy, std::optional<MemoryFormat> memory_format) const {
+  return to(o.has_dtype() ? o.dtype() : dtype(), nb, copy, memory_format);
 }
 
 namespace {

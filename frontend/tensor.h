@@ -24,6 +24,9 @@ namespace autograd {
 class Node;
 struct AutogradMeta;
 }  // namespace autograd
+namespace indexing {
+class TensorIndex;  // indexing.h
+}  // namespace indexing
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -101,15 +104,19 @@ class Tensor {
   void remove_hook(unsigned handle) const;
 
   // --- conversion and copies ---
-  Tensor to(ScalarType t, bool non_blocking = false, bool copy = false) const;
-  Tensor to(const TensorOptions& o, bool non_blocking = false, bool copy = false) const;
+  // A memory format other than Preserve lays the result out so (a copy where it differs).
+  Tensor to(ScalarType t, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  Tensor to(const TensorOptions& o = {}, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
   Tensor toType(ScalarType t) const { return to(t); }
   Tensor type_as(const Tensor& o) const { return to(o.dtype()); }
   Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;  // nullopt: Preserve
   Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
   Tensor cpu() const { return *this; }
   Tensor cuda() const;  // throws: kiln has no CUDA backend yet
-  Tensor to(Device device, ScalarType t, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, ScalarType t, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
   Device device() const { return Device(kCPU); }
   bool is_cpu() const { return true; }
   bool is_cuda() const { return false; }
@@ -284,6 +291,48 @@ class Tensor {
   // of place: the one path every in-place op takes.
   Tensor& assign_(const Tensor& value) const;
   Tensor& assign_view_with_history(const Tensor& value) const;
+
+  // --- libtorch's everyday API, in breadth (tensor_api.h, indexing.h, tensor_api.cpp) ---
+  // Gives the tensor `sizes`, keeping its first elements in order; new ones are zero (libtorch
+  // leaves them uninitialized). Not for tensors that require grad.
+  const Tensor& resize_(IntArrayRef sizes, std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+  size_t nbytes() const { return size_t(numel()) * kiln::element_size(dtype()); }
+  int64_t element_size() const { return int64_t(kiln::element_size(dtype())); }
+  static size_t element_size(ScalarType t) { return kiln::element_size(t); }  // unhidden for members
+  int64_t itemsize() const { return element_size(); }
+  Layout layout() const { return kStrided; }
+  bool is_sparse() const { return false; }
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false,
+            std::optional<MemoryFormat> memory_format = std::nullopt) const;
+  // x.index({Slice(1, None), 0, "...", mask}): libtorch's indexing (indexing.h), and its writes.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& rhs) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor nonzero() const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor tile(IntArrayRef dims) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor& tril_(int64_t diagonal = 0) const;
+  Tensor& triu_(int64_t diagonal = 0) const;
+  Tensor diag(int64_t diagonal = 0) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor trace() const;
+  std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = std::nullopt) const;
+  Tensor clamp_min(const Tensor& min) const;
+  Tensor clamp_max(const Tensor& max) const;
+  Tensor where(const Tensor& cond, const Scalar& other) const;
 
  private:
   TensorImpl& impl() const {

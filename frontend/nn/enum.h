@@ -31,6 +31,8 @@ KILN_ENUM_TAG(kBilinear, "bilinear")
 KILN_ENUM_TAG(kBicubic, "bicubic")
 KILN_ENUM_TAG(kTrilinear, "trilinear")
 KILN_ENUM_TAG(kArea, "area")
+KILN_ENUM_TAG(kConstant, "constant")
+KILN_ENUM_TAG(kBatchMean, "batchmean")
 #undef KILN_ENUM_TAG
 }  // namespace enumtype
 
@@ -54,6 +56,8 @@ inline constexpr enumtype::kBilinear kBilinear{};
 inline constexpr enumtype::kBicubic kBicubic{};
 inline constexpr enumtype::kTrilinear kTrilinear{};
 inline constexpr enumtype::kArea kArea{};
+inline constexpr enumtype::kConstant kConstant{};
+inline constexpr enumtype::kBatchMean kBatchMean{};
 
 // One tag out of a fixed set (libtorch's c10::variant of enumtype tags), kept by name: only the
 // listed tags convert to it, so `padding_mode(torch::kMean)` does not compile.
@@ -73,6 +77,7 @@ class EnumChoice {
   std::string name_;
 };
 using PaddingMode = EnumChoice<enumtype::kZeros, enumtype::kReflect, enumtype::kReplicate, enumtype::kCircular>;
+using PadMode = EnumChoice<enumtype::kConstant, enumtype::kReflect, enumtype::kReplicate, enumtype::kCircular>;
 using InterpolateMode = EnumChoice<enumtype::kNearest, enumtype::kLinear, enumtype::kBilinear, enumtype::kBicubic,
                                    enumtype::kTrilinear, enumtype::kArea, enumtype::kNearestExact>;
 

@@ -105,7 +105,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                           *options.momentum(), options.eps());
 }
 Tensor pad(const Tensor& input, const PadFuncOptions& options) {
-  return kiln::constant_pad_nd(input, options.pad(), options.value());
+  if (options.mode().is<enumtype::kConstant>()) return kiln::constant_pad_nd(input, options.pad(), options.value());
+  return kiln::pad(input, options.pad(), options.mode().name());
 }
 Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return kiln::one_hot(tensor, num_classes); }
 

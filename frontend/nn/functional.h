@@ -2,6 +2,7 @@
 // activations and losses, taking libtorch's option objects.
 #pragma once
 #include "frontend/nn/conv_functional.h"
+#include "frontend/nn/functional_more.h"
 #include "frontend/nn/options.h"
 #include "frontend/tensor.h"
 
@@ -33,7 +34,8 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
 // Training mode normalizes with the batch's statistics and updates running_mean/var in place.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options = {});
-// pad = {left, right[, top, bottom]}, constant mode only.
+// pad = {left, right[, top, bottom[, front, back]]} from the last dimension back; mode kConstant
+// (with value), kReflect, kReplicate or kCircular.
 Tensor pad(const Tensor& input, const PadFuncOptions& options);
 Tensor one_hot(const Tensor& tensor, int64_t num_classes = -1);
 

@@ -252,6 +252,7 @@ using AvgPool2dFuncOptions = AvgPool2dOptions;
 struct PadFuncOptions {
   /* implicit */ PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}
   KILN_ARG(std::vector<int64_t>, pad);
+  KILN_ARG(PadMode, mode) = kConstant;
   KILN_ARG(double, value) = 0;
 };
 

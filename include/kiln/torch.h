@@ -1,7 +1,7 @@
 // libtorch's names for kiln: a libtorch 1.13 program compiles unchanged with
 // `#include <kiln/torch.h>` in place of `#include <torch/torch.h>`. Everything lives in namespace
-// kiln; `torch` and `at` are aliases of it, and the few names libtorch keeps elsewhere are
-// declared where libtorch programs look for them.
+// kiln; namespaces `torch` and `at` name it (below), and the few names libtorch keeps elsewhere
+// (c10, caffe2) are declared where libtorch programs look for them.
 #pragma once
 // What <torch/torch.h> brings in that programs rely on without including it themselves.
 #include <algorithm>
@@ -63,13 +63,93 @@ std::string check_message(const char*, const Args&... args) {
 
 }  // namespace kiln
 
-namespace torch = kiln;
-namespace at = kiln;
+// namespace torch (and at): libtorch's names for kiln's, in namespaces of their own, so that a
+// program can reopen them (`namespace torch { ... }`, `namespace torch::nn { ... }`) as libtorch
+// allows. Each top-level name is a using-declaration (torch_names.h): a using-directive would make
+// kiln::nn visible beside torch::nn after `using namespace torch;`, and `nn::Linear` ambiguous.
+// Each of kiln's namespaces has one in torch that names all of it.
+#ifndef KILN_TORCH_NAMES_UNCHECKED  // defined by scripts/torch_names.py while it lists kiln's names
+#define KILN_TORCH_NAME(name) using ::kiln::name;
+#define KILN_TORCH_NAMESPACE(name) \
+  namespace name {                 \
+  using namespace ::kiln::name;    \
+  }
+namespace torch {
+#include "kiln/torch_names.h"
+namespace detail {
+using ::kiln::detail::TensorDataContainer;
+}  // namespace detail
+}  // namespace torch
+#undef KILN_TORCH_NAMESPACE
+#define KILN_TORCH_NAMESPACE(name)
+namespace at {
+#include "kiln/torch_names.h"
+namespace indexing {
+using namespace ::kiln::indexing;
+}  // namespace indexing
+}  // namespace at
+#undef KILN_TORCH_NAMESPACE
+#undef KILN_TORCH_NAME
+#endif
 
-// c10::Error is what libtorch throws; kiln throws kiln::Error, so catching either works.
+// The c10 names programs use. c10::Error is what libtorch throws; kiln throws kiln::Error, the
+// same type.
 namespace c10 {
-using Error = ::kiln::Error;
+using ::kiln::ArrayRef;
+using ::kiln::Device;
+using ::kiln::DeviceType;
+using ::kiln::Error;
+using ::kiln::IntArrayRef;
+using ::kiln::kBool;
+using ::kiln::kCPU;
+using ::kiln::kCUDA;
+using ::kiln::kDouble;
+using ::kiln::kFloat;
+using ::kiln::kFloat32;
+using ::kiln::kFloat64;
+using ::kiln::kInt64;
+using ::kiln::kLong;
+using ::kiln::kStrided;
+using ::kiln::Layout;
+using ::kiln::MemoryFormat;
+using ::kiln::Scalar;
+using ::kiln::ScalarType;
+using ::kiln::TensorOptions;
+using ::std::nullopt;
+using ::std::nullopt_t;
+using ::std::optional;
+
+// for (auto i : c10::irange(n)): the integers [begin, end).
+template <typename T>
+class integer_range {
+ public:
+  struct iterator {
+    T value;
+    T operator*() const { return value; }
+    iterator& operator++() { return ++value, *this; }
+    bool operator!=(const iterator& o) const { return value != o.value; }
+    bool operator==(const iterator& o) const { return value == o.value; }
+  };
+  integer_range(T begin, T end) : begin_{begin}, end_{end < begin ? begin : end} {}
+  iterator begin() const { return begin_; }
+  iterator end() const { return end_; }
+
+ private:
+  iterator begin_, end_;
+};
+template <typename T1, typename T2>
+integer_range<std::common_type_t<T1, T2>> irange(T1 begin, T2 end) {
+  return {std::common_type_t<T1, T2>(begin), std::common_type_t<T1, T2>(end)};
+}
+template <typename T>
+integer_range<T> irange(T end) {
+  return {T(0), end};
+}
 }  // namespace c10
+
+namespace caffe2 {
+using ::kiln::TypeMeta;
+}  // namespace caffe2
 
 // libtorch's checks (c10/util/Exception.h), each throwing kiln::Error. The message is the
 // arguments streamed together; without any, it names the condition.
