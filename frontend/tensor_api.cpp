@@ -8,6 +8,7 @@
 
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
+#include "tracer/view_attr.h"
 
 namespace kiln {
 
@@ -206,10 +207,8 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   sizes.push_back(length);
   strides.push_back(x.stride(d1) + x.stride(d2));
   rel_strides.push_back(rel[d1] + rel[d2]);
-  std::vector<int64_t> geometry = sizes;
-  geometry.insert(geometry.end(), rel_strides.begin(), rel_strides.end());
-  geometry.push_back(rel_off);
-  return named(detail::view(x, detail::ViewKind::Strided, sizes, strides, off, detail::Attrs{geometry}),
+  return named(detail::view(x, detail::ViewKind::Strided, sizes, strides, off,
+                            detail::Attrs{ir::pack_view(ir::View{sizes, rel_strides, rel_off})}),
                "DiagonalBackward0", {x});
 }
 
@@ -218,8 +217,8 @@ Tensor diag(const Tensor& x, int64_t k) {
   if (x.dim() == 2) return named(diagonal(x, k).clone(MemoryFormat::Contiguous), "DiagBackward0", {x});
   const int64_t n = x.size(0) + std::abs(k);
   // x written into the k-th diagonal of an n x n zero matrix.
-  const std::vector<int64_t> geometry = {x.size(0), n + 1, k >= 0 ? k : -k * n};
-  return named(detail::embed(x.contiguous(), {n, n}, geometry), "DiagBackward0", {x});
+  const ir::View diagonal_window{{x.size(0)}, {n + 1}, k >= 0 ? k : -k * n};
+  return named(detail::embed(x.contiguous(), {n, n}, diagonal_window), "DiagBackward0", {x});
 }
 
 Tensor trace(const Tensor& x) {
