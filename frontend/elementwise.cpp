@@ -66,7 +66,10 @@ Tensor unary_table_op(Op op, const Tensor& x, Dtypes dtypes) {
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
   ScalarType t = result_type(a, b);
-  if ((op == Op::Div || op == Op::Pow) && !is_floating(t) && !(op == Op::Pow && t == kLong)) t = kFloat;
+  // True division, and ops without an int64 form, compute integers in float32 (int64 ** int64
+  // stays int64, computed in float64).
+  const bool integral_form = op != Op::Div && (ir::facts(op).has(ir::kInt64) || (op == Op::Pow && t == kLong));
+  if (!is_floating(t) && !integral_form) t = kFloat;
   KILN_CHECK(!(op == Op::Sub && (a.dtype() == kBool || b.dtype() == kBool)), name,
              ": subtraction, the `-` operator, with a bool tensor is not supported (", detail::shape_str(a), " and ",
              detail::shape_str(b),
@@ -108,6 +111,8 @@ Tensor neg(const Tensor& x) {
 #define KILN_UNARY(name)
 #define KILN_UNARY_OP(name, op, dtypes) \
   Tensor name(const Tensor& x) { return unary_table_op(Op::op, x, Dtypes::dtypes); }
+#define KILN_BINARY_OP(name, op) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(Op::op, a, b, #name); }
 #include "frontend/elementwise_ops.def"
 
 Tensor log2(const Tensor& x) { return named(log(x) * (1.0 / std::log(2.0)), "Log2Backward0", {x}); }
@@ -281,6 +286,10 @@ Tensor Tensor::operator~() const { return kiln::logical_not(bool_operand(*this, 
 
 #define KILN_UNARY(name) \
   Tensor Tensor::name() const { return kiln::name(*this); }
+#define KILN_BINARY(name)                                                              \
+  Tensor name(const Tensor& a, const Scalar& b) { return name(a, wrap_scalar(b, a)); } \
+  Tensor Tensor::name(const Tensor& other) const { return kiln::name(*this, other); }  \
+  Tensor Tensor::name(const Scalar& other) const { return kiln::name(*this, other); }
 #include "frontend/elementwise_ops.def"
 Tensor Tensor::gelu(const std::string& a) const { return kiln::gelu(*this, a); }
 Tensor Tensor::pow(const Tensor& e) const { return kiln::pow(*this, e); }

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/math_ops.h"
 #include "frontend/nn/enum.h"
 #include "frontend/tensor.h"
 
@@ -74,6 +75,9 @@ void manual_seed(uint64_t seed);
 
 // --- elementwise ---
 #define KILN_UNARY(name) Tensor name(const Tensor& x);
+#define KILN_BINARY(name)                        \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, const Scalar& b);
 #include "frontend/elementwise_ops.def"
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor pow(const Tensor& x, const Tensor& e);

@@ -143,7 +143,21 @@ class Tensor {
 #define KILN_UNARY(name) \
   Tensor name() const;   \
   Tensor& name##_() const;
+#define KILN_BINARY(name)                     \
+  Tensor name(const Tensor& other) const;     \
+  Tensor name(const Scalar& other) const;     \
+  Tensor& name##_(const Tensor& other) const; \
+  Tensor& name##_(const Scalar& other) const;
 #include "frontend/elementwise_ops.def"
+  // frontend/math_ops.h's
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor logit(std::optional<double> eps = std::nullopt) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor nan_to_num(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
   Tensor gelu(const std::string& approximate = "none") const;
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
@@ -240,6 +254,10 @@ class Tensor {
   Tensor& addcmul_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
   Tensor& addcdiv_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
   Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
+  Tensor& logit_(std::optional<double> eps = std::nullopt) const;
+  Tensor& nan_to_num_(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt) const;
   Tensor& pow_(const Tensor& exponent) const;
   Tensor& pow_(const Scalar& exponent) const;
   Tensor& clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
