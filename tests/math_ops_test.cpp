@@ -182,9 +182,10 @@ TEST(MathOps, LerpAndLogit) {
 // The largest error over `xs` of op in float32 against op in float64, in float32 ulps of the
 // float64 result.
 double worst_ulps(const std::function<Tensor(const Tensor&)>& op, const std::vector<double>& xs, double* where) {
-  Tensor x32 = torch::tensor(xs).to(kiln::kFloat);
+  Tensor x32 = torch::tensor(xs, kiln::kDouble).to(kiln::kFloat);
   std::vector<double> x_rounded = x32.to_vector<double>();
-  std::vector<double> got = op(x32).to_vector<double>(), want = op(torch::tensor(x_rounded)).to_vector<double>();
+  std::vector<double> got = op(x32).to_vector<double>(),
+                      want = op(torch::tensor(x_rounded, kiln::kDouble)).to_vector<double>();
   double worst = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (std::isnan(want[i]) && std::isnan(got[i])) continue;
