@@ -545,56 +545,28 @@ void where(Node& n) {
   store(n, a);
 }
 
-// One case per op: a new op in tracer/ops.def does not compile until it is handled here.
+// One case per kind of op: every elementwise op computes through ir::scalar_op (tracer/op_scalar.cpp),
+// so a new one needs nothing here; a new kind does not compile until it is handled.
 void compute(Node& n) {
   if (on_longs(n)) return compute_longs(n);
   if (n.op == Op::Cast && n.dtype == kFloat && is_long(n.inputs[0])) return longs_to_floats(n);
-  switch (n.op) {
-    case Op::Const: return constant(n);
-    case Op::Input: throw Error("interpreter: input node without data");
-    case Op::Copy:
-    case Op::Cast:
-    case Op::Neg:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Sqrt:
-    case Op::Recip:
-    case Op::Abs:
-    case Op::Sign:
-    case Op::Tanh:
-    case Op::Erf:
-    case Op::Not: return unary(n);
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Max:
-    case Op::Min:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge: return binary(n);
-    case Op::Where: return where(n);
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin: return reduce(n);
-    case Op::ArgMax:
-    case Op::ArgMin: return arg_reduce(n);
-    case Op::Matmul: return matmul(n);
-    case Op::IndexSelect:
-    case Op::Gather: return gather(n);
-    case Op::IndexAdd: return index_add(n);
-    case Op::ScatterAdd: return scatter_add(n);
-    case Op::Cat: return cat(n);
-    case Op::WriteView:
-    case Op::AddView: return write_view(n);
+  switch (ir::op_kind(n.op)) {
+    case ir::OpKind::Leaf:
+      if (n.op == Op::Input) throw Error("interpreter: input node without data");
+      return constant(n);
+    case ir::OpKind::Unary: return unary(n);
+    case ir::OpKind::Binary:
+    case ir::OpKind::Compare: return binary(n);
+    case ir::OpKind::Select: return where(n);
+    case ir::OpKind::Reduce: return reduce(n);
+    case ir::OpKind::ArgReduce: return arg_reduce(n);
+    case ir::OpKind::Matmul: return matmul(n);
+    case ir::OpKind::Gather:
+      if (n.op == Op::IndexAdd) return index_add(n);
+      if (n.op == Op::ScatterAdd) return scatter_add(n);
+      return gather(n);  // IndexSelect, Gather
+    case ir::OpKind::Cat: return cat(n);
+    case ir::OpKind::WriteView: return write_view(n);
   }
 }
 

@@ -55,14 +55,21 @@ Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kF
 const Tensor& as_dtype(const Tensor& x, ScalarType t, Tensor& cast) { return x.dtype() == t ? x : (cast = x.to(t)); }
 
 Tensor unary(Op op, const Tensor& x) { return primitive(op, {x}, x.sizes(), x.dtype()); }
-Tensor unary_float(Op op, const Tensor& x) {
-  Tensor cast;
-  return unary(op, x.is_floating_point() ? x : as_dtype(x, kFloat, cast));
+
+// What an integer or bool input to a table op gives (frontend/elementwise_ops.def).
+enum class Dtypes { Float, Same, Unchanged };
+Tensor unary_table_op(Op op, const Tensor& x, Dtypes dtypes) {
+  if (x.is_floating_point() || dtypes == Dtypes::Same) return unary(op, x);
+  if (dtypes == Dtypes::Unchanged) return x.clone();
+  return unary(op, x.to(kFloat));
 }
 
 Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
   ScalarType t = result_type(a, b);
-  if ((op == Op::Div || op == Op::Pow) && !is_floating(t) && !(op == Op::Pow && t == kLong)) t = kFloat;
+  // True division, and ops without an int64 form, compute integers in float32 (int64 ** int64
+  // stays int64, computed in float64).
+  const bool integral_form = op != Op::Div && (ir::facts(op).has(ir::kInt64) || (op == Op::Pow && t == kLong));
+  if (!is_floating(t) && !integral_form) t = kFloat;
   KILN_CHECK(!(op == Op::Sub && (a.dtype() == kBool || b.dtype() == kBool)), name,
              ": subtraction, the `-` operator, with a bool tensor is not supported (", detail::shape_str(a), " and ",
              detail::shape_str(b),
@@ -100,19 +107,16 @@ Tensor neg(const Tensor& x) {
   KILN_CHECK(x.dtype() != kBool, "neg: negation, the `-` operator, on a bool tensor is not supported");
   return unary(Op::Neg, x);
 }
-Tensor abs(const Tensor& x) { return unary(Op::Abs, x); }
-Tensor exp(const Tensor& x) { return unary_float(Op::Exp, x); }
-Tensor log(const Tensor& x) { return unary_float(Op::Log, x); }
-Tensor log1p(const Tensor& x) { return unary_float(Op::Log1p, x); }
+// The table ops of frontend/elementwise_ops.def.
+#define KILN_UNARY(name)
+#define KILN_UNARY_OP(name, op, dtypes) \
+  Tensor name(const Tensor& x) { return unary_table_op(Op::op, x, Dtypes::dtypes); }
+#define KILN_BINARY_OP(name, op) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(Op::op, a, b, #name); }
+#include "frontend/elementwise_ops.def"
+
 Tensor log2(const Tensor& x) { return named(log(x) * (1.0 / std::log(2.0)), "Log2Backward0", {x}); }
-Tensor sqrt(const Tensor& x) { return unary_float(Op::Sqrt, x); }
 Tensor rsqrt(const Tensor& x) { return named(reciprocal(sqrt(x)), "RsqrtBackward0", {x}); }
-Tensor sin(const Tensor& x) { return unary_float(Op::Sin, x); }
-Tensor cos(const Tensor& x) { return unary_float(Op::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary_float(Op::Tanh, x); }
-Tensor erf(const Tensor& x) { return unary_float(Op::Erf, x); }
-Tensor sign(const Tensor& x) { return unary(Op::Sign, x); }
-Tensor reciprocal(const Tensor& x) { return unary_float(Op::Recip, x); }
 Tensor square(const Tensor& x) { return named(x * x, "PowBackward0", {x}); }
 Tensor logical_not(const Tensor& x) { return unary(Op::Not, x.to(kBool)); }
 
@@ -279,25 +283,14 @@ Tensor Tensor::operator~() const { return kiln::logical_not(bool_operand(*this, 
 
 // --- methods ---
 
-Tensor Tensor::neg() const { return kiln::neg(*this); }
-Tensor Tensor::abs() const { return kiln::abs(*this); }
-Tensor Tensor::exp() const { return kiln::exp(*this); }
-Tensor Tensor::log() const { return kiln::log(*this); }
-Tensor Tensor::log1p() const { return kiln::log1p(*this); }
-Tensor Tensor::log2() const { return kiln::log2(*this); }
-Tensor Tensor::sqrt() const { return kiln::sqrt(*this); }
-Tensor Tensor::rsqrt() const { return kiln::rsqrt(*this); }
-Tensor Tensor::sin() const { return kiln::sin(*this); }
-Tensor Tensor::cos() const { return kiln::cos(*this); }
-Tensor Tensor::tanh() const { return kiln::tanh(*this); }
-Tensor Tensor::sigmoid() const { return kiln::sigmoid(*this); }
-Tensor Tensor::relu() const { return kiln::relu(*this); }
+#define KILN_UNARY(name) \
+  Tensor Tensor::name() const { return kiln::name(*this); }
+#define KILN_BINARY(name)                                                              \
+  Tensor name(const Tensor& a, const Scalar& b) { return name(a, wrap_scalar(b, a)); } \
+  Tensor Tensor::name(const Tensor& other) const { return kiln::name(*this, other); }  \
+  Tensor Tensor::name(const Scalar& other) const { return kiln::name(*this, other); }
+#include "frontend/elementwise_ops.def"
 Tensor Tensor::gelu(const std::string& a) const { return kiln::gelu(*this, a); }
-Tensor Tensor::silu() const { return kiln::silu(*this); }
-Tensor Tensor::erf() const { return kiln::erf(*this); }
-Tensor Tensor::sign() const { return kiln::sign(*this); }
-Tensor Tensor::reciprocal() const { return kiln::reciprocal(*this); }
-Tensor Tensor::square() const { return kiln::square(*this); }
 Tensor Tensor::pow(const Tensor& e) const { return kiln::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return kiln::pow(*this, e); }
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return kiln::clamp(*this, lo, hi); }

@@ -76,14 +76,22 @@ Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, const Scalar& v) cons
 Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) const {
   return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
 }
-Tensor& Tensor::sqrt_() const { return write(*this, kiln::sqrt(before(*this)), "sqrt_"); }
-Tensor& Tensor::relu_() const { return write(*this, kiln::relu(before(*this)), "relu_"); }
-Tensor& Tensor::neg_() const { return write(*this, kiln::neg(before(*this)), "neg_"); }
-Tensor& Tensor::abs_() const { return write(*this, kiln::abs(before(*this)), "abs_"); }
-Tensor& Tensor::exp_() const { return write(*this, kiln::exp(before(*this)), "exp_"); }
-Tensor& Tensor::log_() const { return write(*this, kiln::log(before(*this)), "log_"); }
-Tensor& Tensor::tanh_() const { return write(*this, kiln::tanh(before(*this)), "tanh_"); }
-Tensor& Tensor::sigmoid_() const { return write(*this, kiln::sigmoid(before(*this)), "sigmoid_"); }
+#define KILN_UNARY(name) \
+  Tensor& Tensor::name##_() const { return write(*this, kiln::name(before(*this)), #name "_"); }
+#define KILN_BINARY(name)                                                                                          \
+  Tensor& Tensor::name##_(const Tensor& o) const { return write(*this, kiln::name(before(*this), o), #name "_"); } \
+  Tensor& Tensor::name##_(const Scalar& o) const { return write(*this, kiln::name(before(*this), o), #name "_"); }
+#include "frontend/elementwise_ops.def"
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) const {
+  return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
+}
+Tensor& Tensor::logit_(std::optional<double> eps) const {
+  return write(*this, kiln::logit(before(*this), eps), "logit_");
+}
+Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf,
+                            std::optional<double> neginf) const {
+  return write(*this, kiln::nan_to_num(before(*this), nan, posinf, neginf), "nan_to_num_");
+}
 Tensor& Tensor::pow_(const Tensor& e) const { return write(*this, kiln::pow(before(*this), e), "pow_"); }
 Tensor& Tensor::pow_(const Scalar& e) const { return write(*this, kiln::pow(before(*this), e), "pow_"); }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontend/indexing.h"
+#include "frontend/math_ops.h"
 #include "frontend/nn/enum.h"
 #include "frontend/tensor.h"
 #include "frontend/tensor_api.h"
@@ -57,25 +58,12 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Delet
 void manual_seed(uint64_t seed);
 
 // --- elementwise ---
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor log2(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
+#define KILN_UNARY(name) Tensor name(const Tensor& x);
+#define KILN_BINARY(name)                        \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, const Scalar& b);
+#include "frontend/elementwise_ops.def"
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
-Tensor silu(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor square(const Tensor& x);
 Tensor pow(const Tensor& x, const Tensor& e);
 Tensor pow(const Tensor& x, const Scalar& e);
 Tensor pow(const Scalar& x, const Tensor& e);

@@ -146,25 +146,26 @@ class Tensor {
   std::vector<Tensor> unbind(int64_t dim = 0) const;
 
   // --- elementwise ---
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor log2() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
+  // x.name() and x.name_() of each op in frontend/elementwise_ops.def.
+#define KILN_UNARY(name) \
+  Tensor name() const;   \
+  Tensor& name##_() const;
+#define KILN_BINARY(name)                     \
+  Tensor name(const Tensor& other) const;     \
+  Tensor name(const Scalar& other) const;     \
+  Tensor& name##_(const Tensor& other) const; \
+  Tensor& name##_(const Scalar& other) const;
+#include "frontend/elementwise_ops.def"
+  // frontend/math_ops.h's
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor logit(std::optional<double> eps = std::nullopt) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor nan_to_num(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
   Tensor gelu(const std::string& approximate = "none") const;
-  Tensor silu() const;
-  Tensor erf() const;
-  Tensor sign() const;
-  Tensor reciprocal() const;
-  Tensor square() const;
   Tensor pow(const Tensor& e) const;
   Tensor pow(const Scalar& e) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
@@ -260,14 +261,10 @@ class Tensor {
   Tensor& addcmul_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
   Tensor& addcdiv_(const Tensor& a, const Tensor& b, const Scalar& value = 1) const;
   Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
-  Tensor& sqrt_() const;
-  Tensor& relu_() const;
-  Tensor& neg_() const;
-  Tensor& abs_() const;
-  Tensor& exp_() const;
-  Tensor& log_() const;
-  Tensor& tanh_() const;
-  Tensor& sigmoid_() const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
+  Tensor& logit_(std::optional<double> eps = std::nullopt) const;
+  Tensor& nan_to_num_(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt) const;
   Tensor& pow_(const Tensor& exponent) const;
   Tensor& pow_(const Scalar& exponent) const;
   Tensor& clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "tracer/special_functions.h"
 
 namespace kiln::ir {
 
@@ -33,6 +34,28 @@ double scalar_op(Op op, double a, double b, ScalarType operands) {
     case Op::Tanh: return std::tanh(a);
     case Op::Erf: return std::erf(a);
     case Op::Not: return a == 0 ? 1.0 : 0.0;
+    case Op::Floor: return std::floor(a);
+    case Op::Ceil: return std::ceil(a);
+    case Op::Round: return std::nearbyint(a);  // half to even in the default rounding mode
+    case Op::Trunc: return std::trunc(a);
+    case Op::Atan: return std::atan(a);
+    case Op::Asin: return std::asin(a);
+    case Op::Acos: return std::acos(a);
+    case Op::Sinh: return std::sinh(a);
+    case Op::Cosh: return std::cosh(a);
+    case Op::Asinh: return std::asinh(a);
+    case Op::Acosh: return std::acosh(a);
+    case Op::Atanh: return std::atanh(a);
+    case Op::Expm1: return std::expm1(a);
+    case Op::Exp2: return std::exp2(a);
+    case Op::Erfc: return std::erfc(a);
+    case Op::Erfinv: return special::erfinv<special::DoubleMath>(a);
+    case Op::Lgamma: {
+      int sign;  // lgamma_r: libm's lgamma writes the global signgam
+      return lgamma_r(a, &sign);
+    }
+    case Op::Digamma: return special::digamma<special::DoubleMath>(a);
+    case Op::Trigamma: return special::trigamma<special::DoubleMath>(a);
     case Op::Add: return a + b;
     case Op::Sub: return a - b;
     case Op::Mul: return a * b;
@@ -42,6 +65,9 @@ double scalar_op(Op op, double a, double b, ScalarType operands) {
     case Op::Pow: return std::pow(a, b);
     case Op::Max: return nan_or(a, b, std::max(a, b));
     case Op::Min: return nan_or(a, b, std::min(a, b));
+    case Op::Fmod: return std::fmod(a, b);
+    case Op::Atan2: return std::atan2(a, b);
+    case Op::Hypot: return std::hypot(a, b);
     case Op::Eq: return a == b;
     case Op::Ne: return a != b;
     case Op::Lt: return a < b;
@@ -84,6 +110,7 @@ int64_t wrapping_op(Op op, int64_t a, int64_t b) {
     case Op::Div: return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;  // by zero 0; INT64_MIN / -1 wraps
     case Op::Max: return std::max(a, b);
     case Op::Min: return std::min(a, b);
+    case Op::Fmod: return b == 0 || b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
     case Op::Eq: return a == b;
     case Op::Ne: return a != b;
     case Op::Lt: return a < b;

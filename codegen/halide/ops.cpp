@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "tracer/special_functions.h"
 
 namespace kiln::codegen::halide {
 
@@ -216,6 +217,51 @@ Expr vector_tanh(Expr x) {
   return c * (p / q);
 }
 
+// A float64 expression for tracer/special_functions.h, whose numbers mix with C++ doubles at full
+// precision (a double next to an Expr would pass through Halide's int or float overloads).
+struct F64 {
+  Expr e;
+  F64(Expr x) : e(std::move(x)) {}  // NOLINT: implicit, as a double is
+  F64(double x) : e(Expr(x)) {}     // NOLINT
+};
+F64 operator+(const F64& a, const F64& b) { return a.e + b.e; }
+F64 operator-(const F64& a, const F64& b) { return a.e - b.e; }
+F64 operator*(const F64& a, const F64& b) { return a.e * b.e; }
+F64 operator/(const F64& a, const F64& b) { return a.e / b.e; }
+F64 operator-(const F64& a) { return make_const(Float(64), -0.0) - a.e; }
+Expr operator<(const F64& a, const F64& b) { return a.e < b.e; }
+Expr operator>(const F64& a, const F64& b) { return a.e > b.e; }
+Expr operator==(const F64& a, const F64& b) { return a.e == b.e; }
+// The policy: lgamma, digamma, trigamma and erfinv compute in float64 (a float32 input converted
+// exactly, the result rounded once).
+struct HalideMath {
+  static F64 select(Expr c, const F64& a, const F64& b) { return Halide::select(c, a.e, b.e); }
+  static F64 log(const F64& x) { return Halide::log(x.e); }
+  static F64 exp(const F64& x) { return Halide::exp(x.e); }
+  static F64 sqrt(const F64& x) { return Halide::sqrt(x.e); }
+  static F64 sin(const F64& x) { return Halide::sin(x.e); }
+  static F64 cos(const F64& x) { return Halide::cos(x.e); }
+  static F64 round(const F64& x) { return Halide::round(x.e); }
+  static F64 abs(const F64& x) { return float_abs(x.e); }
+  static F64 erf(const F64& x) { return libm("erff", "erf", {x.e}); }
+  static F64 erfc(const F64& x) { return libm("erfcf", "erfc", {x.e}); }
+  static F64 inf(const F64&) { return std::numeric_limits<double>::infinity(); }
+  static F64 nan(const F64&) { return std::numeric_limits<double>::quiet_NaN(); }
+};
+template <F64 (*f)(const F64&)>
+Expr in_float64(Expr x) {
+  const Type t = x.type();
+  return t == Float(64) ? f(x).e : cast(t, f(cast(Float(64), x)).e);
+}
+
+// fmod of integers as C's %, which truncates: Halide's % is Euclidean (never negative), so a
+// negative dividend's nonzero remainder moves down by |b|. By 0, 0.
+Expr integer_fmod(Expr a, Expr b) {
+  Expr r = a % b;
+  Expr c_remainder = select(a < 0 && r != 0, r - select(b < 0, make_zero(b.type()) - b, b), r);
+  return select(b == 0, make_zero(a.type()), c_remainder);
+}
+
 // A comparison of floats that may be NaN, as the interpreter (and C) compares them.
 Expr lower_compare(Op op, const std::vector<Expr>& a) {
   // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
@@ -247,6 +293,8 @@ Expr lower_compare(Op op, const std::vector<Expr>& a) {
 
 }  // namespace
 
+bool float32_polynomial(Op op) { return op == Op::Exp || op == Op::Log || op == Op::Tanh || op == Op::Erf; }
+
 // One case per op: a new op in tracer/ops.def does not compile until it is handled here.
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
   const Type t = value_type(n.dtype);
@@ -266,6 +314,27 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Tanh: return t == Float(32) ? vector_tanh(a[0]) : tanh(a[0]);
     case Op::Erf: return t == Float(32) ? vector_erf(a[0]) : libm("erff", "erf", {a[0]});
     case Op::Not: return !a[0];
+    // Halide's floor, ceil, round (half to even) and trunc; integers are their own rounding.
+    case Op::Floor: return t.is_float() ? floor(a[0]) : a[0];
+    case Op::Ceil: return t.is_float() ? ceil(a[0]) : a[0];
+    case Op::Round: return t.is_float() ? round(a[0]) : a[0];
+    case Op::Trunc: return t.is_float() ? trunc(a[0]) : a[0];
+    // libm's, lane by lane (as Halide's own atan, asin, ... would call): within an ulp.
+    case Op::Atan: return libm("atanf", "atan", {a[0]});
+    case Op::Asin: return libm("asinf", "asin", {a[0]});
+    case Op::Acos: return libm("acosf", "acos", {a[0]});
+    case Op::Sinh: return libm("sinhf", "sinh", {a[0]});
+    case Op::Cosh: return libm("coshf", "cosh", {a[0]});
+    case Op::Asinh: return libm("asinhf", "asinh", {a[0]});
+    case Op::Acosh: return libm("acoshf", "acosh", {a[0]});
+    case Op::Atanh: return libm("atanhf", "atanh", {a[0]});
+    case Op::Expm1: return libm("expm1f", "expm1", {a[0]});
+    case Op::Exp2: return libm("exp2f", "exp2", {a[0]});
+    case Op::Erfc: return libm("erfcf", "erfc", {a[0]});
+    case Op::Erfinv: return in_float64<special::erfinv<HalideMath, F64>>(a[0]);
+    case Op::Lgamma: return in_float64<special::lgamma<HalideMath, F64>>(a[0]);
+    case Op::Digamma: return in_float64<special::digamma<HalideMath, F64>>(a[0]);
+    case Op::Trigamma: return in_float64<special::trigamma<HalideMath, F64>>(a[0]);
     case Op::Add: return t.is_bool() ? a[0] || a[1] : add_contracted(a[0], a[1], false);
     case Op::Sub: return add_contracted(a[0], a[1], true);
     case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
@@ -287,6 +356,9 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
       if (t.is_bool()) return a[0] && a[1];
       return is_float(a[0]) ? select(is_nan_value(a[0]) || is_nan_value(a[1]), a[0] + a[1], min(a[0], a[1]))
                             : min(a[0], a[1]);
+    case Op::Fmod: return t.is_float() ? libm("fmodf", "fmod", {a[0], a[1]}) : integer_fmod(a[0], a[1]);
+    case Op::Atan2: return libm("atan2f", "atan2", {a[0], a[1]});
+    case Op::Hypot: return libm("hypotf", "hypot", {a[0], a[1]});
     case Op::Eq:
     case Op::Ne:
     case Op::Lt:

@@ -25,9 +25,7 @@ namespace {
 int element_lanes(const fusion::Kernel& k) {
   const int native = native_lanes();
   for (const auto& kn : k.nodes) {
-    const Op op = kn.node->op;
-    const bool polynomial = op == Op::Exp || op == Op::Log || op == Op::Tanh || op == Op::Erf;
-    if (polynomial && kn.node->dtype == kFloat) return std::max(native, std::min(4 * native, 32));
+    if (float32_polynomial(kn.node->op) && kn.node->dtype == kFloat) return std::max(native, std::min(4 * native, 32));
   }
   return native;
 }

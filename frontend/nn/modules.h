@@ -196,7 +196,6 @@ KILN_SIMPLE_ACTIVATION(Tanh, tanh);
 KILN_SIMPLE_ACTIVATION(Sigmoid, sigmoid);
 KILN_SIMPLE_ACTIVATION(SiLU, silu);
 KILN_SIMPLE_ACTIVATION(LogSigmoid, logsigmoid);
-#undef KILN_SIMPLE_ACTIVATION
 
 class SoftplusImpl : public Module {
  public:

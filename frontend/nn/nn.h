@@ -1,5 +1,6 @@
 // Everything in kiln::nn: modules, containers, functional, init; and saving and loading weights.
 #pragma once
+#include "frontend/nn/activations.h"
 #include "frontend/nn/container.h"
 #include "frontend/nn/conv_modules.h"
 #include "frontend/nn/functional.h"
