@@ -15,6 +15,9 @@ struct Config {
   // threads while the interpreter runs it; a later flush launches it once built. The default
   // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
   bool compile_in_background = false;
+  // KILN_REWRITES=0: flushes skip CSE and simplification and partition the plan as traced. The
+  // differential tests' reference (the interpreter) runs so, to check those passes too.
+  bool rewrite_plans = true;
 };
 Config& config();
 
