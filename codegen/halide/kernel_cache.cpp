@@ -4,11 +4,12 @@
 #include <dlfcn.h>
 
 #include <chrono>
-#include <cstdlib>
+#include <cstdlib>  // std::system
 #include <filesystem>
 #include <fstream>
 
 #include "codegen/halide/compiler.h"
+#include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/parallel.h"
 #include "runtime/stats.h"
@@ -76,9 +77,9 @@ KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key) {
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
-  const char* dump = std::getenv("KILN_DUMP");
-  if (dump) std::filesystem::create_directories(dump);
-  compile_kernel_object(k, name, object, dump ? dump : "");
+  const std::string& dump = config().dump_dir;
+  if (!dump.empty()) std::filesystem::create_directories(dump);
+  compile_kernel_object(k, name, object, dump);
   link(object, shared);
   const std::string path = cache().store(key, ".so", shared);
   ensure_runtime();
@@ -97,8 +98,8 @@ KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key) {
 // when the kernel is loaded (ensure_runtime loads it first); a kernel calling libm (erf, log1p)
 // names libm itself. KILN_CXX links through that C++ driver instead.
 void KernelCache::link(const std::string& object, const std::string& shared) {
-  const char* cxx = std::getenv("KILN_CXX");
-  const std::string cmd = (cxx ? std::string(cxx) + " -shared" : std::string("ld -shared --as-needed")) + " -o " +
+  const std::string& cxx = config().kernel_linker;
+  const std::string cmd = (!cxx.empty() ? cxx + " -shared" : std::string("ld -shared --as-needed")) + " -o " +
                           shell_quote(shared) + " " + shell_quote(object) + " -lm 2>&1";
   const int rc = std::system(cmd.c_str());
   std::filesystem::remove(object);
@@ -142,7 +143,7 @@ bool KernelCache::load_runtime(const std::string& path) {
 // (KILN_PREBUILT_RUNTIME=0 ignores it: the cache tests build one as another machine would).
 std::string KernelCache::prebuilt_runtime() {
 #ifdef KILN_PREBUILT_RUNTIME_DIR
-  if (const char* use = std::getenv("KILN_PREBUILT_RUNTIME"); use && std::string(use) == "0") return "";
+  if (!config().prebuilt_halide_runtime) return "";
   const std::string dir = KILN_PREBUILT_RUNTIME_DIR;
   std::string cpu;
   if (std::ifstream(dir + "/cpu.txt") >> cpu && cpu == host_cpu_id() &&
