@@ -573,15 +573,11 @@ void compute(Node& n) {
 class Interpreter final : public Backend {
  public:
   const char* name() const override { return "interp"; }
-  void execute(fusion::Plan& plan) override {
-    fusion::find_releases(plan);
-    for (const auto& step : plan.steps) {
-      compute(*step.node);
-      for (Node* done : step.release_after) done->result.reset();
+  void run(const fusion::Partition& kernels) override {
+    for (size_t i = 0; i < kernels.kernels.size(); ++i) {
+      interpret(kernels.kernels[i]);
+      for (Node* done : kernels.release[i]) done->result.reset();
     }
-    fusion::forget_computed_inputs(plan);
-    stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
-    stats_add(&Stats::kernel_launches, int64_t(plan.steps.size()));
   }
 };
 
@@ -592,11 +588,31 @@ Backend& interpreter() {
   return interp;
 }
 
+// Keeps only the kernel's outputs and what was in memory before (a constant that every kernel
+// reading it computes may be another kernel's output, already written: a library call reads it
+// later).
+void interpret(const fusion::Kernel& k) {
+  if (k.kind == fusion::Kernel::Kind::Library) {
+    compute(*k.library_node);
+    stats_add(&Stats::kernel_launches, 1);
+    return;
+  }
+  std::vector<bool> keep(k.nodes.size(), false);
+  for (int o : k.outputs) keep[o] = true;
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    if (k.nodes[i].node->computed())
+      keep[i] = true;
+    else
+      compute(*k.nodes[i].node);
+  }
+  for (size_t i = 0; i < k.nodes.size(); ++i)
+    if (!keep[i]) k.nodes[i].node->result.reset();
+  stats_add(&Stats::kernel_launches, int64_t(k.nodes.size()));
+}
+
 void run_node(Node& n) {
   compute(n);
   stats_add(&Stats::nodes_executed, 1);
 }
-
-Backend& current_backend() { return config().backend == "halide" ? halide_backend() : interpreter(); }
 
 }  // namespace kiln::codegen

@@ -4,9 +4,15 @@
 #include <cstring>
 #include <sstream>
 
+#include "codegen/flush.h"
 #include "frontend/autograd.h"
 
 namespace kiln {
+namespace {
+// The tracer's flushes run through codegen's driver, installed before main. Here, in the file
+// that every program making a tensor links, so that the driver is linked with it.
+[[maybe_unused]] const bool g_flush_driver_installed = (codegen::install_flush_driver(), true);
+}  // namespace
 
 TensorImpl::TensorImpl() = default;  // out of line: user-provided (tensor.h)
 TensorImpl::~TensorImpl() = default;

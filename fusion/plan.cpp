@@ -134,14 +134,14 @@ Plan make_plan(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded
   const uint64_t placed = begin_pass();
   auto place_leaf = [&](const ir::NodePtr& p) {
     if (p->computed() || !is_leaf(*p) || p->pass == placed) return;
-    plan.steps.push_back(Step{p.get(), &p, p->pass == root, {}});
+    plan.steps.push_back(Step{p.get(), &p, p->pass == root});
     p->pass = placed;
   };
   for (const auto& r : plan.roots) place_leaf(r);
   for (const Reached& r : reached)
     for (const auto& in : r.node->inputs) place_leaf(in.node);
   plan.steps.reserve(plan.steps.size() + reached.size());
-  for (const Reached& r : reached) plan.steps.push_back(Step{r.node, r.owner, r.is_root, {}});
+  for (const Reached& r : reached) plan.steps.push_back(Step{r.node, r.owner, r.is_root});
   return plan;
 }
 
@@ -166,22 +166,6 @@ void forget_computed_inputs(Plan& plan) {
     }
     cuts.pop_back();
   }
-}
-
-void find_releases(Plan& plan) {
-  // Each node's readers in the plan, counted down in order: the last one releases it. A root
-  // starts high enough never to reach zero.
-  const uint64_t counted = begin_pass();
-  for (auto& step : plan.steps) {
-    step.node->pass = counted;
-    step.node->pass_value = step.is_root ? int64_t(1) << 40 : 0;
-  }
-  for (auto& step : plan.steps)
-    for (auto& in : step.node->inputs)
-      if (in.node->pass == counted) ++in.node->pass_value;
-  for (auto& step : plan.steps)
-    for (auto& in : step.node->inputs)
-      if (in.node->pass == counted && --in.node->pass_value == 0) step.release_after.push_back(in.node.get());
 }
 
 }  // namespace kiln::fusion

@@ -1,7 +1,7 @@
-// A plan is the order in which a flush computes nodes, and when each intermediate may be freed.
-// Today it is the live part of the segment in dependency order, one node per step (dead-code
-// elimination falls out: what no root reaches is never visited). Partitioning into fused kernels
-// replaces the one-node steps later without changing this interface.
+// A plan is the order in which a flush computes nodes: the live part of the segment in dependency
+// order, one node per step (dead-code elimination falls out: what no root reaches is never
+// visited). The passes rewrite it, and partition.cpp groups its steps into kernels, which say
+// when each intermediate may be freed.
 #pragma once
 #include <vector>
 
@@ -19,8 +19,7 @@ struct Step {
   // CSE to point other operands at this node. CSE runs first, and changes only operands that read
   // a node it drops, so this points at `node` while CSE runs; later passes may change it.
   const ir::NodePtr* owner;
-  bool is_root = false;                  // a live storage holds it: its result must be kept
-  std::vector<ir::Node*> release_after;  // intermediates whose last reader is this step (find_releases)
+  bool is_root = false;  // a live storage holds it: its result must be kept
 };
 
 struct Plan {
@@ -47,10 +46,5 @@ uint64_t plans_searched_instead();
 // After a flush: each computed step forgets its inputs (ir::forget_inputs_if_computed), which
 // frees the graph above it that nothing else holds.
 void forget_computed_inputs(Plan& plan);
-
-// Fills each step's release_after: roots keep their results; any other node's result may be
-// released after its last reader in the plan has run. (The Halide backend's partition says its
-// own releases; the interpreter asks for these.)
-void find_releases(Plan& plan);
 
 }  // namespace kiln::fusion

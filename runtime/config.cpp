@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 namespace kiln {
@@ -19,6 +20,17 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_LOG")) c.log_level = v;
   if (const char* v = std::getenv("KILN_NUM_THREADS")) c.num_threads = std::atoi(v);
   if (const char* v = std::getenv("KILN_COMPILE")) c.compile_in_background = std::string(v) == "background";
+  if (const char* v = std::getenv("KILN_REWRITES")) c.rewrite_plans = std::string(v) != "0";
+  if (const char* v = std::getenv("KILN_CACHE_DIR"); v && *v)
+    c.cache_dir = v;
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    c.cache_dir = std::string(home) + "/.cache/kiln";
+  else
+    c.cache_dir = (std::filesystem::temp_directory_path() / "kiln-cache").string();
+  if (const char* v = std::getenv("KILN_DUMP")) c.dump_dir = v;
+  if (const char* v = std::getenv("KILN_CXX")) c.kernel_linker = v;
+  if (const char* v = std::getenv("KILN_HALIDE_COMPILER")) c.halide_compiler = v;
+  if (const char* v = std::getenv("KILN_PREBUILT_RUNTIME")) c.prebuilt_halide_runtime = std::string(v) != "0";
   return c;
 }
 }  // namespace

@@ -1,4 +1,5 @@
-// Settings read once from KILN_* environment variables, overridable from code.
+// Settings read once from KILN_* environment variables (here only), overridable from code: a
+// setting is read where it is used, so a test may change it at run time.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,6 +16,17 @@ struct Config {
   // threads while the interpreter runs it; a later flush launches it once built. The default
   // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
   bool compile_in_background = false;
+  // KILN_REWRITES=0: flushes skip CSE and simplification and partition the plan as traced. The
+  // differential tests' reference (the interpreter) runs so, to check those passes too.
+  bool rewrite_plans = true;
+  // Paths and tools.
+  std::string cache_dir;      // KILN_CACHE_DIR, else $HOME/.cache/kiln, else kiln-cache in the temporary folder
+  std::string dump_dir;       // KILN_DUMP: a folder for each new kernel's lowered Halide statement
+  std::string kernel_linker;  // KILN_CXX: a C++ driver to link kernels with (empty: ld itself)
+  // KILN_HALIDE_COMPILER: the compiler module's path (empty: the build tree's, else the installed one).
+  std::string halide_compiler;
+  // KILN_PREBUILT_RUNTIME=0: ignore the Halide runtime built with kiln, build one into the cache.
+  bool prebuilt_halide_runtime = true;
 };
 Config& config();
 

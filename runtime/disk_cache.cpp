@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 #include "runtime/mapped_file.h"
@@ -65,11 +66,7 @@ std::string unique_suffix() {
 
 }  // namespace
 
-std::string cache_root() {
-  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
-  return (fs::temp_directory_path() / "kiln-cache").string();
-}
+std::string cache_root() { return config().cache_dir; }
 
 uint64_t cache_size_bytes() {
   uint64_t total = 0;

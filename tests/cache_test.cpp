@@ -203,20 +203,16 @@ std::string hex(uint64_t v) {
   return os.str();
 }
 
-// A cache root of its own (KILN_CACHE_DIR) for each test.
+// A cache root of its own (Config::cache_dir, KILN_CACHE_DIR) for each test.
 class CacheEntries : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (const char* before = std::getenv("KILN_CACHE_DIR")) saved_ = before;
+    saved_ = kiln::config().cache_dir;
     root_ = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    setenv("KILN_CACHE_DIR", root_.c_str(), 1);
+    kiln::config().cache_dir = root_;
   }
   void TearDown() override {
-    if (saved_) {
-      setenv("KILN_CACHE_DIR", saved_->c_str(), 1);
-    } else {
-      unsetenv("KILN_CACHE_DIR");
-    }
+    kiln::config().cache_dir = saved_;
     fs::remove_all(root_);
   }
   // Where store() puts the sidecar of `key`.
@@ -229,7 +225,7 @@ class CacheEntries : public ::testing::Test {
   }
 
   std::string root_;
-  std::optional<std::string> saved_;
+  std::string saved_;
 };
 
 }  // namespace

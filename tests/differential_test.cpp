@@ -1,6 +1,8 @@
 // Differential testing: random programs run on the Halide backend must match the reference
-// interpreter, forward and backward. CI runs 2000 programs over a bounded set of structures (sizes
-// vary freely: they are kernel arguments, so kernels are reused); a fuzzing session runs more with
+// interpreter, forward and backward. The reference's flushes skip CSE and simplification
+// (Config::rewrite_plans), so that those passes are checked too; both partition their plans.
+// CI runs 2000 programs over a bounded set of structures (sizes vary freely: they are kernel
+// arguments, so kernels are reused); a fuzzing session runs more with
 //   KILN_FUZZ_PROGRAMS=100000 KILN_FUZZ_STRUCTURES=5000 ./kiln_tests --gtest_filter=Differential.*
 #include <gtest/gtest.h>
 
@@ -19,23 +21,24 @@ int64_t env_or(const char* name, int64_t fallback) {
   return v ? std::atoll(v) : fallback;
 }
 
-fuzz::Result run_on(const std::string& backend, const Program& p) {
-  const std::string saved = config().backend;
+fuzz::Result run_on(const std::string& backend, bool rewrite_plans, const Program& p) {
+  const Config saved = config();
   config().backend = backend;
+  config().rewrite_plans = rewrite_plans;
   fuzz::Result r;
   try {
     r = fuzz::run(p);
   } catch (...) {
-    config().backend = saved;
+    config() = saved;
     throw;
   }
-  config().backend = saved;
+  config() = saved;
   return r;
 }
 
 std::string difference(const Program& p) {
   try {
-    return fuzz::compare(run_on("interp", p), run_on("halide", p), p.dtype);
+    return fuzz::compare(run_on("interp", false, p), run_on("halide", true, p), p.dtype);
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what();
   }

@@ -34,7 +34,7 @@ enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4, kInt64
 struct OpFacts {
   const char* name;
   OpKind kind;
-  int cost;    // simple operations per element (fusion/partition.cpp, codegen/halide/lower.cpp)
+  int cost;    // simple operations per element (fusion/partition.cpp, codegen/halide/schedule.cpp)
   uint8_t traits;
   Op combine;  // a reduction's binary op; the op itself otherwise
   bool has(OpTraits t) const { return (traits & t) != 0; }

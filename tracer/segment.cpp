@@ -7,10 +7,10 @@
 #include <mutex>
 #include <vector>
 
-#include "codegen/backend.h"
-#include "fusion/plan.h"
 #include "runtime/config.h"
+#include "runtime/error.h"
 #include "runtime/stats.h"
+#include "tracer/flush_hook.h"
 #include "tracer/storage.h"
 
 namespace kiln::tracer {
@@ -41,6 +41,9 @@ struct FlushLock {
   ~FlushLock() { t_flushing = !outer; }
 };
 
+// Set before main (see flush_hook.h); a plain pointer, so that it is set before any constructor runs.
+FlushHook g_flush_hook = nullptr;
+
 bool reads_callers_memory(const ir::Node& n) { return n.op == ir::Op::Input && n.result && n.result->borrowed(); }
 
 // Copies the storage's computed content into the caller's memory, which is its content again.
@@ -57,11 +60,8 @@ void run(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nul
   if (roots.empty() && memory_writes.empty()) return;
   FlushLock lock;
   if (!roots.empty()) {
-    fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
-    if (!plan.steps.empty()) {
-      stats_add(&Stats::flushes, 1);
-      codegen::execute(plan);
-    }
+    KILN_CHECK(g_flush_hook, "tracer: no flush driver is installed (it comes with the frontend: link kiln::kiln)");
+    g_flush_hook(std::move(roots), recorded);
   }
   for (const auto& s : memory_writes) write_memory(*s);
 }
@@ -159,6 +159,8 @@ void flush() {
   recorded.clear();
   if (seg.recorded.empty()) seg.recorded.swap(recorded);  // keeps the capacity
 }
+
+void set_flush_hook(FlushHook hook) { g_flush_hook = hook; }
 
 const ir::RecordedNodes& recorded_nodes() { return t_segment.recorded; }
 

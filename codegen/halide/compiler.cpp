@@ -12,6 +12,7 @@
 #include <fstream>
 #include <vector>
 
+#include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
@@ -24,7 +25,7 @@ namespace {
 // installed one. Empty when there is none.
 std::string module_path() {
   struct stat st;
-  if (const char* env = std::getenv("KILN_HALIDE_COMPILER")) return stat(env, &st) == 0 ? env : "";
+  if (const std::string& set = config().halide_compiler; !set.empty()) return stat(set.c_str(), &st) == 0 ? set : "";
   for (const char* p : {KILN_HALIDE_COMPILER_BUILD_PATH, KILN_HALIDE_COMPILER_INSTALL_PATH})
     if (stat(p, &st) == 0) return p;
   return "";
@@ -45,10 +46,10 @@ F symbol(void* handle, const char* name) {
 
 Module load() {
   const std::string path = module_path();
-  const char* env = std::getenv("KILN_HALIDE_COMPILER");
+  const std::string& set = config().halide_compiler;
   KILN_CHECK(!path.empty(), "halide: the compiler module was not found at ",
-             env ? env : KILN_HALIDE_COMPILER_BUILD_PATH " or " KILN_HALIDE_COMPILER_INSTALL_PATH,
-             env ? " (KILN_HALIDE_COMPILER)" : " (KILN_HALIDE_COMPILER names another)");
+             !set.empty() ? set : KILN_HALIDE_COMPILER_BUILD_PATH " or " KILN_HALIDE_COMPILER_INSTALL_PATH,
+             !set.empty() ? " (KILN_HALIDE_COMPILER)" : " (KILN_HALIDE_COMPILER names another)");
   const auto start = std::chrono::steady_clock::now();
   // Local: its hidden copy of kiln's code and Halide's symbols stay out of the program's way.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

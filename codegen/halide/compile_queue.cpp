@@ -1,0 +1,81 @@
+#include "codegen/halide/compile_queue.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "codegen/halide/kernel_cache.h"
+#include "runtime/config.h"
+
+namespace kiln::codegen::halide {
+
+using fusion::Kernel;
+
+void CompileQueue::register_stop_at_exit() {
+  std::atexit([] { compile_queue().stop(); });
+}
+
+bool CompileQueue::submit(const Kernel& k, const std::string& key) {
+  std::lock_guard<std::mutex> lock(background_mutex_);
+  if (workers_.empty()) {
+    kernel_cache().remember(key, kernel_cache().load_or_build_or_null(k, key));
+    register_stop_at_exit();
+    for (int t = 0; t < std::max(1, get_num_threads()); ++t) workers_.emplace_back([this] { background_worker(); });
+    return false;
+  }
+  if (!submitted_.insert(key).second) return true;
+  Job job{key, k, {}};
+  auto own = [&](ir::Node* n) {
+    auto copy = std::make_shared<ir::Node>();
+    copy->op = n->op;
+    copy->dtype = n->dtype;
+    copy->shape = n->shape;
+    copy->ints = n->ints;
+    copy->scalar = n->scalar;
+    copy->int_scalar = n->int_scalar;
+    job.nodes.push_back(copy);
+    return copy.get();
+  };
+  for (auto& kn : job.kernel.nodes) kn.node = own(kn.node);
+  for (auto& r : job.kernel.reads) r.node = own(r.node);
+  job.kernel.library_node = nullptr;
+  queue_.push_back(std::move(job));
+  background_cv_.notify_one();
+  return true;
+}
+void CompileQueue::background_worker() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(background_mutex_);
+      background_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    KernelFn fn = kernel_cache().load_or_build_or_null(job.kernel, job.key);
+    register_stop_at_exit();
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    built_.emplace_back(job.key, fn);
+  }
+}
+void CompileQueue::take_built() {
+  std::lock_guard<std::mutex> lock(background_mutex_);
+  for (auto& [key, fn] : built_) kernel_cache().remember(key, fn);
+  built_.clear();
+}
+void CompileQueue::stop() {
+  {
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    stopping_ = true;
+  }
+  background_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+CompileQueue& compile_queue() {
+  static CompileQueue queue;
+  return queue;
+}
+
+}  // namespace kiln::codegen::halide

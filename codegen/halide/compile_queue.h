@@ -1,0 +1,54 @@
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "codegen/halide/launcher.h"
+
+namespace kiln::codegen::halide {
+
+// Background compilation (Config::compile_in_background): workers take kernels from a queue
+// and leave what they built for the next flush to take. A job holds a copy of its kernel with
+// nodes of its own: the flush's nodes are freed before the job runs.
+//
+// At exit the workers are stopped (each finishes the kernel it is building) by a handler that
+// must run before the destructors of every static a compilation uses, Halide's and LLVM's
+// function-local ones included, which come to exist during the first compilations: so the
+// first kernel is compiled on the calling thread before any worker starts (a process exiting
+// while that first build ran on a worker aborted in LLVM), and the handler is registered again
+// after each build (handlers run in the reverse order of registration; a second run is a no-op).
+class CompileQueue {
+ public:
+  // Whether `k` is left to the workers; false: it was built here, at once (the first one), and is
+  // in the kernel cache's memory.
+  bool submit(const fusion::Kernel& k, const std::string& key);
+  // Puts what the workers built since the last call into the kernel cache's memory.
+  void take_built();
+
+ private:
+  struct Job {
+    std::string key;
+    fusion::Kernel kernel;
+    std::vector<ir::NodePtr> nodes;  // what kernel's nodes and reads point to
+  };
+  static void register_stop_at_exit();
+  void background_worker();
+  void stop();
+
+  std::mutex background_mutex_;  // guards the state below
+  std::condition_variable background_cv_;
+  std::deque<Job> queue_;
+  std::unordered_set<std::string> submitted_;
+  std::vector<std::pair<std::string, KernelFn>> built_;  // not yet in the kernel cache
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+};
+
+CompileQueue& compile_queue();
+
+}  // namespace kiln::codegen::halide

@@ -1,0 +1,51 @@
+// Compiled kernels by structural key: in this process's memory, else in the disk cache (one folder
+// per kiln version, compiler module build and CPU), else compiled by the module (compiler.h),
+// linked and stored there. Kernels are linked without the Halide runtime: one shared copy, loaded
+// globally before any of them, serves them all, its parallel loops running on kiln's pool.
+#pragma once
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "codegen/halide/launcher.h"
+#include "runtime/disk_cache.h"
+
+namespace kiln::codegen::halide {
+
+class KernelCache {
+ public:
+  // The function kept in memory for `key` (null: it could not be built), or null if none is.
+  const KernelFn* in_memory(const std::string& key) const {
+    auto it = loaded_.find(key);
+    return it == loaded_.end() ? nullptr : &it->second;
+  }
+  void remember(const std::string& key, KernelFn fn) { loaded_[key] = fn; }
+  bool on_disk(const std::string& key) { return cache().find(key, ".so").has_value(); }
+
+  // Loads the kernel from disk, else builds and stores it (on any thread). A kernel that cannot
+  // be built is logged and gives null: it runs on the interpreter.
+  KernelFn load_or_build_or_null(const fusion::Kernel& k, const std::string& key);
+
+  bool runtime_ready() const { return runtime_ready_; }
+  // Loads the shared runtime, building it first into the disk cache if need be. In the compiling
+  // pool: a failure is logged and left for the kernels to report (they load it too).
+  void ensure_runtime_or_log();
+
+ private:
+  KernelFn load_or_build(const fusion::Kernel& k, const std::string& key);
+  static void link(const std::string& object, const std::string& shared);
+  static KernelFn open(const std::string& path, const std::string& name);
+  void ensure_runtime();
+  bool load_runtime(const std::string& path);
+  static std::string prebuilt_runtime();
+  const DiskCache& cache();
+
+  std::unordered_map<std::string, KernelFn> loaded_;  // the flushing thread's alone
+  std::mutex runtime_mutex_;
+  std::atomic<bool> runtime_ready_{false};
+};
+
+KernelCache& kernel_cache();
+
+}  // namespace kiln::codegen::halide
