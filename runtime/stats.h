@@ -15,6 +15,7 @@ struct Stats {
   int64_t kernels_loaded = 0;    // kernels taken from the disk cache
   int64_t kernel_cache_hits = 0; // launches whose kernel was already loaded in this process
   int64_t compile_ms = 0;        // time spent building kernels
+  int64_t kernels_failed = 0;    // kernels a backend could not build, run on the interpreter instead
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
 };

@@ -52,6 +52,24 @@ TEST_P(Sums, TwoToTheTwentyFourValuesAsAccurateAsLibtorch) {
 
 // Rows (softmax's denominators, LayerNorm's statistics), long rows, columns (a bias's gradient
 // over the batch), a middle dim, and a strided view's whole sum: each within a few float32 ulps.
+// A reduction over axes of extent 1 only is each value itself (the Halide lowering once failed on
+// such a kernel, an RDom of no dims, and ran it on the interpreter).
+TEST_P(Sums, OverAxesOfExtentOneAreTheValuesThemselves) {
+  Mode mode(GetParam());
+  kiln::reset_stats();
+  for (auto [shape, dims] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{4, 1, 3}, {1}}, {{1, 3}, {0}}, {{1}, {0}}, {{2, 1, 1, 5}, {1, 2}}}) {
+    auto x = torch::randn(shape);
+    EXPECT_TRUE(torch::equal((x * 2).sum(dims, true), x * 2));
+    EXPECT_TRUE(torch::equal((x * 2).amax(dims, true), x * 2));
+    auto positive = x > 0;  // bool: its sum is int64, a Cast
+    auto count = positive.sum(dims, true);
+    EXPECT_EQ(count.scalar_type(), torch::kLong);
+    EXPECT_TRUE(torch::equal(count, positive.to(torch::kLong)));
+  }
+  EXPECT_EQ(kiln::stats().kernels_failed, 0);
+}
+
 TEST_P(Sums, EveryShapeWithinAFewUlps) {
   Mode mode(GetParam());
   torch::manual_seed(0);

@@ -59,6 +59,7 @@ KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& 
     return load_or_build(k, key);
   } catch (const Error& e) {
     log().error("{}; running this kernel on the interpreter", e.what());
+    stats_add(&Stats::kernels_failed, 1);
     return nullptr;
   }
 }
