@@ -90,13 +90,11 @@ void reset_stats() {
 }
 
 std::ostream& operator<<(std::ostream& os, const Stats& s) {
-  return os << "ops_traced=" << s.ops_traced << " flushes=" << s.flushes
-            << " nodes_executed=" << s.nodes_executed << " kernel_launches=" << s.kernel_launches
-            << " kernels_compiled=" << s.kernels_compiled << " kernels_loaded=" << s.kernels_loaded
-            << " kernel_cache_hits=" << s.kernel_cache_hits << " compile_ms=" << s.compile_ms
-            << " kernels_failed=" << s.kernels_failed
-            << " allocator_mallocs=" << s.allocator_mallocs
-            << " allocator_hits=" << s.allocator_hits;
+  return os << "ops_traced=" << s.ops_traced << " flushes=" << s.flushes << " nodes_executed=" << s.nodes_executed
+            << " kernel_launches=" << s.kernel_launches << " kernels_compiled=" << s.kernels_compiled
+            << " kernels_loaded=" << s.kernels_loaded << " kernel_cache_hits=" << s.kernel_cache_hits
+            << " compile_ms=" << s.compile_ms << " kernels_failed=" << s.kernels_failed
+            << " allocator_mallocs=" << s.allocator_mallocs << " allocator_hits=" << s.allocator_hits;
 }
 
 }  // namespace kiln
