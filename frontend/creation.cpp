@@ -348,8 +348,9 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Delet
 }
 
 Tensor detail::copy_of_host_data(const void* data, IntArrayRef sizes, ScalarType dtype) {
-  return from_host(sizes, dtype,
-                   [&](void* dst, int64_t n) { std::memcpy(dst, data, size_t(n) * element_size(dtype)); });
+  return from_host(sizes, dtype, [&](void* dst, int64_t n) {
+    if (n > 0) std::memcpy(dst, data, size_t(n) * element_size(dtype));  // an empty vector's data may be null
+  });
 }
 
 }  // namespace kiln
