@@ -8,13 +8,6 @@
 
 namespace kiln::nn {
 
-// Loss options also convert from a bare reduction tag (`SoftMarginLossOptions(torch::kSum)`).
-#define KILN_LOSS_REDUCTION_TAGS(Options)                  \
-  Options() = default;                                     \
-  Options(enumtype::kNone r) : reduction_(Reduction(r)) {} \
-  Options(enumtype::kMean r) : reduction_(Reduction(r)) {} \
-  Options(enumtype::kSum r) : reduction_(Reduction(r)) {}
-
 struct CosineSimilarityOptions {
   KILN_ARG(int64_t, dim) = 1;
   KILN_ARG(double, eps) = 1e-8;
@@ -46,21 +39,21 @@ struct KLDivLossOptions {
   KILN_ARG(bool, log_target) = false;
 };
 struct SoftMarginLossOptions {
-  KILN_LOSS_REDUCTION_TAGS(SoftMarginLossOptions)
+  KILN_REDUCTION_CONSTRUCTORS(SoftMarginLossOptions)
   KILN_ARG(Reduction, reduction) = kMean;
 };
 struct MarginRankingLossOptions {
-  KILN_LOSS_REDUCTION_TAGS(MarginRankingLossOptions)
+  KILN_REDUCTION_CONSTRUCTORS(MarginRankingLossOptions)
   KILN_ARG(double, margin) = 0;
   KILN_ARG(Reduction, reduction) = kMean;
 };
 struct HingeEmbeddingLossOptions {
-  KILN_LOSS_REDUCTION_TAGS(HingeEmbeddingLossOptions)
+  KILN_REDUCTION_CONSTRUCTORS(HingeEmbeddingLossOptions)
   KILN_ARG(double, margin) = 1.0;
   KILN_ARG(Reduction, reduction) = kMean;
 };
 struct TripletMarginLossOptions {
-  KILN_LOSS_REDUCTION_TAGS(TripletMarginLossOptions)
+  KILN_REDUCTION_CONSTRUCTORS(TripletMarginLossOptions)
   KILN_ARG(double, margin) = 1.0;
   KILN_ARG(double, p) = 2.0;
   KILN_ARG(double, eps) = 1e-6;
@@ -68,14 +61,13 @@ struct TripletMarginLossOptions {
   KILN_ARG(Reduction, reduction) = kMean;
 };
 struct PoissonNLLLossOptions {
-  KILN_LOSS_REDUCTION_TAGS(PoissonNLLLossOptions)
+  KILN_REDUCTION_CONSTRUCTORS(PoissonNLLLossOptions)
   KILN_ARG(bool, log_input) = true;
   KILN_ARG(bool, full) = false;
   KILN_ARG(double, eps) = 1e-8;
   KILN_ARG(Reduction, reduction) = kMean;
 };
 
-#undef KILN_LOSS_REDUCTION_TAGS
 
 namespace functional {
 

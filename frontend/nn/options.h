@@ -148,7 +148,8 @@ using LogSoftmaxOptions = SoftmaxOptions;
 
 // --- losses ---
 
-// Loss options also convert from a bare reduction tag: `nn::MSELoss(torch::kSum)`.
+// Loss options also convert from a bare reduction tag: `nn::MSELoss(torch::kSum)` (functional_more.h
+// uses it too).
 #define KILN_REDUCTION_CONSTRUCTORS(Options)             \
   Options() = default;                                   \
   Options(enumtype::kNone r) : reduction_(Reduction(r)) {} \
@@ -205,7 +206,6 @@ struct HuberLossOptions {
   KILN_ARG(double, delta) = 1.0;
 };
 
-#undef KILN_REDUCTION_CONSTRUCTORS
 
 // --- the option types of nn::functional ---
 
