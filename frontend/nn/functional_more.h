@@ -68,7 +68,6 @@ struct PoissonNLLLossOptions {
   KILN_ARG(Reduction, reduction) = kMean;
 };
 
-
 namespace functional {
 
 struct NormalizeFuncOptions {

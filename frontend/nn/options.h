@@ -206,7 +206,6 @@ struct HuberLossOptions {
   KILN_ARG(double, delta) = 1.0;
 };
 
-
 // --- the option types of nn::functional ---
 
 namespace functional {
