@@ -19,6 +19,7 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_LOG")) c.log_level = v;
   if (const char* v = std::getenv("KILN_NUM_THREADS")) c.num_threads = std::atoi(v);
   if (const char* v = std::getenv("KILN_COMPILE")) c.compile_in_background = std::string(v) == "background";
+  if (const char* v = std::getenv("KILN_THREADS_IMPL")) c.threads_impl = v;
   return c;
 }
 }  // namespace

@@ -15,6 +15,9 @@ struct Config {
   // threads while the interpreter runs it; a later flush launches it once built. The default
   // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
   bool compile_in_background = false;
+  // KILN_THREADS_IMPL: what runs parallel loops, tbb (oneTBB) or pool (kiln's own spinning pool,
+  // kept to be measured against it: scripts/bench_threads.sh).
+  std::string threads_impl = "tbb";
 };
 Config& config();
 

@@ -1,6 +1,7 @@
-// kiln's worker pool (runtime/parallel.h): every iteration runs once, on several threads when
-// asked, and loops inside loops, loops from several threads at once, exceptions and changes of
-// the thread count all end with every iteration done and the pool still working.
+// kiln's threads (runtime/parallel.h): every iteration runs once, on as many threads as asked and
+// no more, and loops inside loops, loops from several threads at once, exceptions and changes of
+// the thread count all end with every iteration done and the threads still working. Background
+// jobs run beside the caller, as many at once as the thread count, and never hold up a loop.
 #include "runtime/parallel.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +27,17 @@ struct Threads {
   int saved;
 };
 
+// Counts how many callers are inside at once, and the most there were.
+struct Concurrency {
+  std::atomic<int> now{0}, most{0};
+  void enter() {
+    const int n = ++now;
+    for (int m = most.load(); n > m && !most.compare_exchange_weak(m, n);) {
+    }
+  }
+  void leave() { --now; }
+};
+
 // Counts each iteration's runs and the threads that ran them.
 struct Tally {
   explicit Tally(int n) : runs(size_t(n)) {}
@@ -42,6 +54,28 @@ struct Tally {
     for (size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "iteration " << i;
   }
 };
+
+// A Tally whose iterations each take `ms` milliseconds: the caller cannot finish them all before a
+// worker starts, even one asleep when the loop begins. Counts how many run at once, too.
+struct SlowTally {
+  SlowTally(int n, int ms) : tally(n), ms(ms) {}
+  Tally tally;
+  int ms;
+  Concurrency inside;
+  static void body(void* ctx, int i) {
+    auto& s = *static_cast<SlowTally*>(ctx);
+    s.inside.enter();
+    std::this_thread::sleep_for(std::chrono::milliseconds(s.ms));
+    Tally::body(&s.tally, i);
+    s.inside.leave();
+  }
+};
+
+// Waits until `done()`, for 20 s at most.
+template <typename F>
+void wait_until(F done) {
+  for (int i = 0; i < 20000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 // A Tally whose body throws at the iterations in `throw_at`, after counting them.
 struct Throwing {
@@ -67,18 +101,22 @@ TEST(Parallel, EveryIterationRunsOnce) {
 
 TEST(Parallel, LoopsRunOnSeveralThreads) {
   Threads threads(2);
-  // Iterations that each wait for a while: the caller cannot finish them all before the worker
-  // starts, even if the worker is asleep when the loop begins.
-  struct Slow {
-    Tally tally{64};
-    static void body(void* ctx, int i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      Tally::body(&static_cast<Slow*>(ctx)->tally, i);
-    }
-  } slow;
-  kiln::parallel_for(64, &Slow::body, &slow);
+  SlowTally slow(64, 1);
+  kiln::parallel_for(64, &SlowTally::body, &slow);
   slow.tally.expect_each_once();
   EXPECT_EQ(slow.tally.threads.size(), 2u);
+}
+
+// As many threads as set, more than the machine's cores included, and never more at once.
+TEST(Parallel, LoopsRunOnAsManyThreadsAsSet) {
+  for (int n : {3, 2}) {
+    Threads threads(n);
+    SlowTally slow(60, 2);
+    kiln::parallel_for(60, &SlowTally::body, &slow);
+    slow.tally.expect_each_once();
+    EXPECT_EQ(slow.tally.threads.size(), size_t(n));
+    EXPECT_LE(slow.inside.most.load(), n);
+  }
 }
 
 TEST(Parallel, OneThreadRunsOnTheCaller) {
@@ -200,6 +238,73 @@ TEST(Parallel, ManyShortLoops) {
       if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
     }
   }
+}
+
+TEST(BackgroundTasks, JobsRunBesideTheCaller) {
+  Threads threads(1);  // even so: a job runs on a thread of its own
+  kiln::BackgroundTasks tasks;
+  std::atomic<bool> started{false}, go{false};
+  std::thread::id ran_on;
+  tasks.run([&] {
+    started = true;
+    ran_on = std::this_thread::get_id();
+    wait_until([&] { return go.load(); });
+  });
+  // The job starts while the caller waits for it here, not in wait(), which could run it itself.
+  wait_until([&] { return started.load(); });
+  go = true;
+  tasks.wait();
+  EXPECT_TRUE(started.load());
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(BackgroundTasks, AsManyAtOnceAsTheThreadCount) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  Concurrency inside;
+  std::atomic<int> ran{0};
+  for (int j = 0; j < 8; ++j)
+    tasks.run([&] {
+      inside.enter();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++ran;
+      inside.leave();
+    });
+  tasks.wait();
+  EXPECT_EQ(ran.load(), 8);
+  EXPECT_LE(inside.most.load(), 2);
+}
+
+TEST(BackgroundTasks, WaitRethrowsAJobsExceptionAfterTheOthers) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  std::atomic<int> ran{0};
+  tasks.run([] { throw std::runtime_error("job"); });
+  for (int j = 0; j < 4; ++j) tasks.run([&] { ++ran; });
+  EXPECT_THROW(tasks.wait(), std::runtime_error);
+  tasks.wait();  // nothing left
+  EXPECT_EQ(ran.load(), 4);
+}
+
+// Jobs that take all their threads for a long time (kernels compiling) leave a loop its own.
+TEST(BackgroundTasks, BusyJobsLeaveLoopsTheirThreads) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  for (int j = 0; j < 2; ++j)
+    tasks.run([&] {
+      ++started;
+      wait_until([&] { return release.load(); });
+    });
+  wait_until([&] { return started == 2; });
+  SlowTally slow(64, 1);
+  kiln::parallel_for(64, &SlowTally::body, &slow);
+  release = true;
+  tasks.wait();
+  EXPECT_EQ(started.load(), 2);
+  slow.tally.expect_each_once();
+  EXPECT_EQ(slow.tally.threads.size(), 2u);
 }
 
 }  // namespace
