@@ -9,13 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,12 +67,12 @@ struct HalideBuffer {
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
-// The kernels' parallel loops run on kiln's pool (runtime/parallel.h), which the BLAS pieces and
-// the interpreter use too, not on the Halide runtime's own: its workers slept between kernels (a
-// ~43 us wake-up on the VMs measured) and took a lock per task. The first failing task's code is
+// The kernels' parallel loops run on kiln's threads (runtime/parallel.h), which the BLAS pieces and
+// the interpreter use too, not on the Halide runtime's own pool: its workers slept between kernels
+// (a ~43 us wake-up on the VMs measured) and took a lock per task. The first failing task's code is
 // the loop's result, as in Halide's pool.
 using DoParFor = int (*)(void* user_context, halide_task_t task, int min, int size, uint8_t* closure);
-int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
+int do_par_for_on_kiln_threads(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
   struct Loop {
     halide_task_t task;
     void* user_context;
@@ -253,27 +251,33 @@ class HalideBackend final : public Backend {
     // kernels (they need it only to be loaded, and wait for it there).
     const size_t first = runtime_ready_ ? 1 : 0;
     std::vector<KernelFn> built(missing.size(), nullptr);
-    std::atomic<size_t> next{first};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < missing.size() + 1;) {
-        if (i == 0)
-          ensure_runtime_or_log();
-        else
-          built[i - 1] = load_or_build_or_null(*missing[i - 1].first, *missing[i - 1].second);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    struct Compiling {
+      HalideBackend* backend;
+      const decltype(missing)& jobs;
+      std::vector<KernelFn>& built;
+      std::atomic<size_t> next;
+    } compiling{this, missing, built, {first}};
+    // `workers` iterations, each taking the next job until none is left: jobs differ in length.
+    parallel_for(
+        int(workers),
+        [](void* ctx, int) {
+          auto& c = *static_cast<Compiling*>(ctx);
+          for (size_t i; (i = c.next.fetch_add(1)) < c.jobs.size() + 1;) {
+            if (i == 0)
+              c.backend->ensure_runtime_or_log();
+            else
+              c.built[i - 1] = c.backend->load_or_build_or_null(*c.jobs[i - 1].first, *c.jobs[i - 1].second);
+          }
+        },
+        &compiling);
     for (size_t m = 0; m < missing.size(); ++m) loaded_[*missing[m].second] = built[m];
     for (auto [i, m] : waiting) fns[i] = built[m];
     return fns;
   }
 
-  // Background compilation (Config::compile_in_background): workers take kernels from a queue
-  // and leave what they built for the next flush to take. A job holds a copy of its kernel with
-  // nodes of its own: the flush's nodes are freed before the job runs.
+  // Background compilation (Config::compile_in_background): background tasks (runtime/parallel.h)
+  // take kernels from a queue and leave what they built for the next flush to take. A job holds a
+  // copy of its kernel with nodes of its own: the flush's nodes are freed before the job runs.
   //
   // At exit the workers are stopped (each finishes the kernel it is building) by a handler that
   // must run before the destructors of every static a compilation uses, Halide's and LLVM's
@@ -292,10 +296,10 @@ class HalideBackend final : public Backend {
   // Whether `k` is left to the workers; false: it was built here, at once (the first one).
   bool compile_in_background(const Kernel& k, const std::string& key) {
     std::lock_guard<std::mutex> lock(background_mutex_);
-    if (workers_.empty()) {
+    if (!background_started_) {
       loaded_[key] = load_or_build_or_null(k, key);
       register_stop_at_exit();
-      for (int t = 0; t < std::max(1, get_num_threads()); ++t) workers_.emplace_back([this] { background_worker(); });
+      background_started_ = true;
       return false;
     }
     if (!submitted_.insert(key).second) return true;
@@ -315,24 +319,22 @@ class HalideBackend final : public Backend {
     for (auto& r : job.kernel.reads) r.node = own(r.node);
     job.kernel.library_node = nullptr;
     queue_.push_back(std::move(job));
-    background_cv_.notify_one();
+    background_.run([this] { build_one_in_background(); });
     return true;
   }
-  void background_worker() {
-    for (;;) {
-      Job job;
-      {
-        std::unique_lock<std::mutex> lock(background_mutex_);
-        background_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      KernelFn fn = load_or_build_or_null(job.kernel, job.key);
-      register_stop_at_exit();
+  // One background task per job queued: it builds the job at the front of the queue.
+  void build_one_in_background() {
+    Job job;
+    {
       std::lock_guard<std::mutex> lock(background_mutex_);
-      built_.emplace_back(job.key, fn);
+      if (stopping_ || queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
     }
+    KernelFn fn = load_or_build_or_null(job.kernel, job.key);
+    register_stop_at_exit();
+    std::lock_guard<std::mutex> lock(background_mutex_);
+    built_.emplace_back(job.key, fn);
   }
   void take_built_in_background() {
     std::lock_guard<std::mutex> lock(background_mutex_);
@@ -344,9 +346,7 @@ class HalideBackend final : public Backend {
       std::lock_guard<std::mutex> lock(background_mutex_);
       stopping_ = true;
     }
-    background_cv_.notify_all();
-    for (auto& t : workers_) t.join();
-    workers_.clear();
+    background_.wait();
   }
 
   // A kernel that cannot be built is logged and runs on the interpreter (null).
@@ -430,7 +430,7 @@ class HalideBackend final : public Backend {
     if (!runtime) return false;
     auto set_do_par_for = reinterpret_cast<DoParFor (*)(DoParFor)>(dlsym(runtime, "halide_set_custom_do_par_for"));
     KILN_CHECK(set_do_par_for, "halide: its runtime at ", path, " has no halide_set_custom_do_par_for");
-    set_do_par_for(&do_par_for_on_kiln_pool);
+    set_do_par_for(&do_par_for_on_kiln_threads);
     runtime_ready_ = true;
     return true;
   }
@@ -464,11 +464,11 @@ class HalideBackend final : public Backend {
 
   std::unordered_map<std::string, KernelFn> loaded_;
   std::mutex background_mutex_;  // guards the background state below
-  std::condition_variable background_cv_;
   std::deque<Job> queue_;
   std::unordered_set<std::string> submitted_;
   std::vector<std::pair<std::string, KernelFn>> built_;  // not yet in loaded_
-  std::vector<std::thread> workers_;
+  BackgroundTasks background_;                           // the builds of queue_'s jobs
+  bool background_started_ = false;
   bool stopping_ = false;
   std::mutex runtime_mutex_;
   std::atomic<bool> runtime_ready_{false};
