@@ -178,9 +178,7 @@ void tbb_parallel_for(int n, TaskBody body, void* ctx) {
   const int threads = get_num_threads();
   Loop loop{body, ctx, {}, {}};
   if (n <= 1 || threads <= 1 || t_in_loop) {
-    t_in_loop = true;
-    loop.run(0, n);
-    t_in_loop = false;
+    loop.run(0, n);  // a single iteration may start a parallel loop of its own
   } else {
     std::shared_ptr<Arena> arena = threads_state().loop_arena(threads);
     TsanIntoTbb tsan(&loop);

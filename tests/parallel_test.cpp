@@ -55,27 +55,29 @@ struct Tally {
   }
 };
 
-// A Tally whose iterations each take `ms` milliseconds: the caller cannot finish them all before a
-// worker starts, even one asleep when the loop begins. Counts how many run at once, too.
-struct SlowTally {
-  SlowTally(int n, int ms) : tally(n), ms(ms) {}
-  Tally tally;
-  int ms;
-  Concurrency inside;
-  static void body(void* ctx, int i) {
-    auto& s = *static_cast<SlowTally*>(ctx);
-    s.inside.enter();
-    std::this_thread::sleep_for(std::chrono::milliseconds(s.ms));
-    Tally::body(&s.tally, i);
-    s.inside.leave();
-  }
-};
-
 // Waits until `done()`, for 20 s at most.
 template <typename F>
 void wait_until(F done) {
   for (int i = 0; i < 20000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
+
+// A Tally whose iterations wait until `threads` threads have been inside at once: a loop on that
+// many threads passes however late its workers come, one on fewer gives up after 20 s.
+struct Gathering {
+  Gathering(int n, int threads) : tally(n), threads(threads) {}
+  Tally tally;
+  int threads;
+  Concurrency inside;
+  std::atomic<bool> gave_up{false};
+  static void body(void* ctx, int i) {
+    auto& g = *static_cast<Gathering*>(ctx);
+    g.inside.enter();
+    wait_until([&] { return g.inside.most >= g.threads || g.gave_up; });
+    if (g.inside.most < g.threads) g.gave_up = true;
+    Tally::body(&g.tally, i);
+    g.inside.leave();
+  }
+};
 
 // A Tally whose body throws at the iterations in `throw_at`, after counting them.
 struct Throwing {
@@ -101,21 +103,21 @@ TEST(Parallel, EveryIterationRunsOnce) {
 
 TEST(Parallel, LoopsRunOnSeveralThreads) {
   Threads threads(2);
-  SlowTally slow(64, 1);
-  kiln::parallel_for(64, &SlowTally::body, &slow);
-  slow.tally.expect_each_once();
-  EXPECT_EQ(slow.tally.threads.size(), 2u);
+  Gathering gathering(64, 2);
+  kiln::parallel_for(64, &Gathering::body, &gathering);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
 }
 
 // As many threads as set, more than the machine's cores included, and never more at once.
 TEST(Parallel, LoopsRunOnAsManyThreadsAsSet) {
   for (int n : {3, 2}) {
     Threads threads(n);
-    SlowTally slow(60, 2);
-    kiln::parallel_for(60, &SlowTally::body, &slow);
-    slow.tally.expect_each_once();
-    EXPECT_EQ(slow.tally.threads.size(), size_t(n));
-    EXPECT_LE(slow.inside.most.load(), n);
+    Gathering gathering(60, n);
+    kiln::parallel_for(60, &Gathering::body, &gathering);
+    gathering.tally.expect_each_once();
+    EXPECT_EQ(gathering.tally.threads.size(), size_t(n));
+    EXPECT_EQ(gathering.inside.most.load(), n);
   }
 }
 
@@ -131,22 +133,36 @@ TEST(Parallel, NestedLoopsRunSerially) {
   Threads threads(3);
   struct Outer {
     std::vector<std::atomic<int>> runs = std::vector<std::atomic<int>>(50 * 40);
+    std::atomic<int> elsewhere{0};  // inner iterations run by another thread than their outer one
     static void body(void* ctx, int i) {
       struct Inner {
         Outer* outer;
         int row;
-      } inner{static_cast<Outer*>(ctx), i};
+        std::thread::id thread;
+      } inner{static_cast<Outer*>(ctx), i, std::this_thread::get_id()};
       kiln::parallel_for(
           40,
           [](void* c, int j) {
             auto& in = *static_cast<Inner*>(c);
             in.outer->runs[size_t(in.row * 40 + j)]++;
+            if (std::this_thread::get_id() != in.thread) in.outer->elsewhere++;
           },
           &inner);
     }
   } outer;
   kiln::parallel_for(50, &Outer::body, &outer);
   for (const auto& r : outer.runs) ASSERT_EQ(r.load(), 1);
+  EXPECT_EQ(outer.elsewhere.load(), 0);
+}
+
+// A loop of one iteration leaves the threads to the loops it starts.
+TEST(Parallel, ALoopInsideASingleIterationRunsInParallel) {
+  Threads threads(2);
+  Gathering gathering(64, 2);
+  kiln::parallel_for(
+      1, [](void* ctx, int) { kiln::parallel_for(64, &Gathering::body, ctx); }, &gathering);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
 }
 
 TEST(Parallel, LoopsFromSeveralThreadsAtOnce) {
@@ -298,13 +314,13 @@ TEST(BackgroundTasks, BusyJobsLeaveLoopsTheirThreads) {
       wait_until([&] { return release.load(); });
     });
   wait_until([&] { return started == 2; });
-  SlowTally slow(64, 1);
-  kiln::parallel_for(64, &SlowTally::body, &slow);
+  Gathering gathering(64, 2);
+  kiln::parallel_for(64, &Gathering::body, &gathering);
   release = true;
   tasks.wait();
   EXPECT_EQ(started.load(), 2);
-  slow.tally.expect_each_once();
-  EXPECT_EQ(slow.tally.threads.size(), 2u);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
 }
 
 }  // namespace
