@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -27,6 +28,8 @@
 
 #ifdef __SANITIZE_THREAD__
 #include <sanitizer/tsan_interface.h>
+extern "C" void __tsan_ignore_thread_begin();  // exported by the runtime, in no header of gcc 12
+extern "C" void __tsan_ignore_thread_end();
 #endif
 
 namespace kiln {
@@ -119,6 +122,12 @@ class Threads {
     background_threads_ += threads;
     update_limit();
   }
+  // After fork, in the child's only thread: the parent's limit holds here too (of two, the lower
+  // would), so the child's own state takes it over.
+  void take_limit(Threads& parent) {
+    limit_ = std::move(parent.limit_);
+    limited_to_ = parent.limited_to_;
+  }
 
  private:
   // Every loop thread but the caller, and every background one, may be a worker at once. Only
@@ -127,7 +136,7 @@ class Threads {
     const int wanted = std::max(tbb::info::default_concurrency(), std::max(loop_threads_, 1) + background_threads_);
     if (wanted <= limited_to_) return;
     limit_.reset();  // of two limits the lower holds
-    limit_.emplace(tbb::global_control::max_allowed_parallelism, size_t(wanted));
+    limit_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, size_t(wanted));
     limited_to_ = wanted;
   }
 
@@ -135,7 +144,7 @@ class Threads {
   std::shared_ptr<Arena> loops_;
   int loop_threads_ = 0;
   int background_threads_ = 0;
-  std::optional<tbb::global_control> limit_;
+  std::unique_ptr<tbb::global_control> limit_;
   int limited_to_ = 0;
 };
 
@@ -145,7 +154,11 @@ Threads* g_threads = nullptr;
 Threads& threads_state() {
   static const bool once = [] {
     g_threads = new Threads;
-    pthread_atfork(nullptr, nullptr, [] { g_threads = new Threads; });
+    pthread_atfork(nullptr, nullptr, [] {
+      Threads* parent = g_threads;
+      g_threads = new Threads;
+      g_threads->take_limit(*parent);
+    });
     return true;
   }();
   (void)once;
