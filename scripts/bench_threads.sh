@@ -4,7 +4,8 @@
 # order flipped every round), so that a busy minute on a shared machine slows both rather than one.
 # Prints, per workload, mode and thread count, each side's median over the rounds in ms, the
 # ratio of the medians (tbb / pool: below 1, TBB is faster) and the range of the rounds' own
-# ratios, which shows the noise.
+# ratios, which shows the noise. At 1 thread both run every loop on the caller alone, so the 1-thread
+# rows compare the same code with itself: a 2-thread ratio is news only beyond their spread.
 #   scripts/bench_threads.sh [ROUNDS] [MIN_TIME] [BUILD]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ min_time=${2:-0.3}
 kiln=${3:-build}/cli/kiln
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # kiln bench prints "  kiln lazy 2t   GeluChain   0.123 ms" on stderr for every figure.
 for round in $(seq "$rounds"); do
@@ -23,10 +26,14 @@ for round in $(seq "$rounds"); do
       echo "round $round of $rounds: $impl at $threads thread(s)" >&2
       KILN_THREADS_IMPL=$impl "$kiln" bench --no-libtorch --threads "$threads" --min-time "$min_time" 2>&1 >/dev/null |
         awk -v impl="$impl" -v round="$round" '$1 == "kiln" && $NF == "ms" && $4 !~ /^Triad/ {
-          print impl, round, $2, $3, $4, $5 }' >> "$log"
+          print impl, round, $2, $3, $4, $5 }' >> "$log" ||
+        echo "  kiln bench exited with an error (sides disagreeing, or a kernel compiled while timed)" >&2
     done
   done
 done
+
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 
 # impl round mode threads workload ms -> the table.
 python3 - "$log" <<'EOF'
