@@ -75,12 +75,21 @@ struct TsanOutOfTbb {
   void* sync;
   bool was_ignoring;
 };
-// A worker's accesses are ignored from when it enters an arena to when it leaves.
+// A worker's accesses are ignored from when it enters an arena to when it leaves, or, where an
+// arena went before its workers left it (its observer with it), until the thread ends: a thread
+// may not end while ignored.
+struct TsanEndIgnoreAtExit {
+  ~TsanEndIgnoreAtExit() {
+    if (t_tsan_ignoring) tsan_ignore(false);
+  }
+};
+thread_local TsanEndIgnoreAtExit t_tsan_end_ignore_at_exit;
 class TsanWorkerObserver : public tbb::task_scheduler_observer {
  public:
   explicit TsanWorkerObserver(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) { observe(true); }
   ~TsanWorkerObserver() override { observe(false); }
   void on_scheduler_entry(bool worker) override {
+    (void)&t_tsan_end_ignore_at_exit;  // constructed on this thread, so destroyed when it ends
     if (worker && !t_tsan_ignoring) tsan_ignore(true);
   }
   void on_scheduler_exit(bool worker) override {
