@@ -91,7 +91,7 @@ Side run_kiln(const BenchOptions& o, bool lazy, int threads, std::vector<std::st
 }
 
 // Runs `args` with BENCH_THREADS=`threads` and returns what it printed on stdout. Everything the
-// child needs is built before fork: this process has threads (kiln's worker pool), so the child may
+// child needs is built before fork: this process has threads (those of kiln's parallel loops), so the child may
 // only call async-signal-safe functions until it execs.
 std::string run_program(const std::vector<std::string>& args, int threads) {
   std::vector<char*> argv;

@@ -325,7 +325,7 @@ void cat(Node& n) {
 // The view (`n.ints`) of the base that the value is written or added into.
 ir::View target_view(const Node& n) { return ir::unpack_view(n.ints); }
 
-// Runs f(begin, end) over slices of [0, count) on kiln's pool when there is enough work.
+// Runs f(begin, end) over slices of [0, count) on kiln's threads when there is enough work.
 template <typename F>
 void parallel_slices(int64_t count, int64_t work, F&& f) {
   const int threads = int(std::min<int64_t>(get_num_threads(), count));

@@ -68,7 +68,7 @@ void blas(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t
 }
 
 // C = op(A) op(B), row-major, split into pieces of rows of C (or of columns, when C has few rows)
-// run on kiln's worker pool (runtime/parallel.h); one piece per thread, each a single-threaded
+// run on kiln's threads (runtime/parallel.h); one piece per thread, each a single-threaded
 // BLAS call (OpenBLAS's own pool, spinning for the same cores between every GEMM and the kernels
 // around it, is never started: handing MlpStep's GEMMs to it measured 8.0-8.5 ms a step against
 // 7.2-8.7). Products under 2 MFLOP are one call. OpenBLAS is slow on a dimension of 10 (an MLP's

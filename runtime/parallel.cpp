@@ -1,226 +1,291 @@
-// The worker pool (runtime/parallel.h).
+// runtime/parallel.h on oneTBB.
 //
-// Two costs shape it, measured on the 2-core VMs kiln is benchmarked on: waking a thread asleep
-// on a condition variable took ~43 us (median; 8 us at best), a spinning one saw new work in
-// 0.3 us, and a kernel runs for 20-200 us. Halide's own pool slept between kernels (after ~40
-// yields) and handed out tasks one at a time under a lock: LayerNorm's backward row kernel ran
-// in 130 us on one thread and in 160-200 us on two. So here workers spin for a while after each
-// loop before they sleep (pause, then sched_yield, so that a thread with work to do, maybe in
-// another process, gets the core), and a loop takes no lock per iteration.
-//
-// A loop is published with a generation number, odd while it is being set up. A worker counts
-// itself in `active_` before it looks at a loop and checks the generation again after; the
-// caller makes the number odd before it waits for `active_` to drain, then writes the loop. Each
-// side writes, then reads the other's variable (sequentially consistent), so a worker either
-// sees the odd number and backs off, or the caller waits for it to leave.
+// Loops run in one task arena as wide as get_num_threads() (the caller's slot and the rest for
+// TBB's workers), replaced when the count changes; a loop still running in the old arena keeps it
+// alive. Background jobs run in an arena of their own with no slot for the caller, so that its
+// workers are never the ones a loop waits for. TBB's limit on workers in all (one fewer than the
+// cores by default) is raised to make room for both when they need more.
 #include "runtime/parallel.h"
 
-#include <immintrin.h>
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+#include <oneapi/tbb/task_scheduler_observer.h>
 #include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
-#include <system_error>
-#include <thread>
-#include <vector>
+#include <optional>
 
 #include "runtime/config.h"
+#include "runtime/spin_pool.h"
+
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+extern "C" void __tsan_ignore_thread_begin();  // exported by the runtime, in no header of gcc 12
+extern "C" void __tsan_ignore_thread_end();
+#endif
 
 namespace kiln {
 namespace {
 
-constexpr int kMaxThreads = 64;
-// How long a worker looks for the next loop before it sleeps: a training step's kernels come
-// tens of microseconds apart. Spinning longer (2 ms) measured no faster on the benchmarks, and
-// it takes a core from other processes (tests run two at a time) for that long after each loop.
-constexpr auto kSpin = std::chrono::microseconds(500);
-// A wait spins with pause this many times (~10 us) and then yields the core at each try.
-constexpr int kPausesBeforeYield = 256;
-
-// Set on the pool's threads and on a caller while its loop runs: loops inside run serially.
-thread_local bool t_in_loop = false;
-
-class Pool {
+// ThreadSanitizer sees none of TBB's synchronization (libtbb is not instrumented), so the
+// accesses of TBB's code, its inline templates included, are ignored on every thread that runs
+// it, and kiln's code inside a loop body or a job is checked, ordered after the code that started
+// the loop and before the code after it (acquire and release on the loop's address). Elsewhere
+// these compile to nothing.
+#ifdef __SANITIZE_THREAD__
+thread_local bool t_tsan_ignoring = false;
+void tsan_ignore(bool on) {
+  if (on)
+    __tsan_ignore_thread_begin();
+  else
+    __tsan_ignore_thread_end();
+  t_tsan_ignoring = on;
+}
+// Around a call into TBB from kiln's code.
+struct TsanIntoTbb {
+  explicit TsanIntoTbb(void* sync) : sync(sync), was_ignoring(t_tsan_ignoring) {
+    __tsan_release(sync);
+    if (!was_ignoring) tsan_ignore(true);
+  }
+  ~TsanIntoTbb() {
+    if (!was_ignoring) tsan_ignore(false);
+    __tsan_acquire(sync);
+  }
+  void* sync;
+  bool was_ignoring;
+};
+// Around kiln's code called back from TBB.
+struct TsanOutOfTbb {
+  explicit TsanOutOfTbb(void* sync) : sync(sync), was_ignoring(t_tsan_ignoring) {
+    if (was_ignoring) tsan_ignore(false);
+    __tsan_acquire(sync);
+  }
+  ~TsanOutOfTbb() {
+    __tsan_release(sync);
+    if (was_ignoring) tsan_ignore(true);
+  }
+  void* sync;
+  bool was_ignoring;
+};
+// A worker's accesses are ignored from when it enters an arena to when it leaves, or, where an
+// arena went before its workers left it (its observer with it), until the thread ends: a thread
+// may not end while ignored.
+struct TsanEndIgnoreAtExit {
+  ~TsanEndIgnoreAtExit() {
+    if (t_tsan_ignoring) tsan_ignore(false);
+  }
+};
+thread_local TsanEndIgnoreAtExit t_tsan_end_ignore_at_exit;
+class TsanWorkerObserver : public tbb::task_scheduler_observer {
  public:
-  void run(int n, TaskBody body, void* ctx) {
-    const int threads = std::min(get_num_threads(), kMaxThreads);
-    if (n <= 1 || threads <= 1 || t_in_loop || !caller_.try_lock()) return serial(n, body, ctx);
-    std::lock_guard<std::mutex> hold(caller_, std::adopt_lock);
-    if (int(workers_.size()) != threads - 1 && !restart(threads - 1)) return serial(n, body, ctx);
+  explicit TsanWorkerObserver(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) { observe(true); }
+  ~TsanWorkerObserver() override { observe(false); }
+  void on_scheduler_entry(bool worker) override {
+    (void)&t_tsan_end_ignore_at_exit;  // constructed on this thread, so destroyed when it ends
+    if (worker && !t_tsan_ignoring) tsan_ignore(true);
+  }
+  void on_scheduler_exit(bool worker) override {
+    if (worker && t_tsan_ignoring) tsan_ignore(false);
+  }
+};
+#else
+struct TsanIntoTbb {
+  explicit TsanIntoTbb(void*) {}
+};
+struct TsanOutOfTbb {
+  explicit TsanOutOfTbb(void*) {}
+};
+#endif
 
-    gen_.fetch_add(1);  // odd: workers leave this loop alone
-    for (Backoff backoff; active_.load() != 0;) backoff.pause();
-    body_ = body;
-    ctx_ = ctx;
-    parts_ = std::min(n, threads);
-    for (int p = 0; p < parts_; ++p) {
-      ranges_[p].next.store(int(int64_t(n) * p / parts_), std::memory_order_relaxed);
-      ranges_[p].end = int(int64_t(n) * (p + 1) / parts_);
+// A task arena, and under ThreadSanitizer what its workers do.
+struct Arena {
+  Arena(int threads, unsigned caller_slots) : arena(threads, caller_slots) {}
+  tbb::task_arena arena;
+#ifdef __SANITIZE_THREAD__
+  TsanWorkerObserver observer{arena};
+#endif
+};
+
+// The loops' arena and the limit on TBB's workers.
+class Threads {
+ public:
+  std::shared_ptr<Arena> loop_arena(int threads) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!loops_ || loop_threads_ != threads) {
+      loops_ = std::make_shared<Arena>(threads, 1);
+      loop_threads_ = threads;
+      update_limit();
     }
-    done_.store(0, std::memory_order_relaxed);
-    error_ = nullptr;
-    gen_.fetch_add(1);  // even: published
-    // One sleeper is woken here, and each woken worker wakes the next: the caller pays for one
-    // wake-up (a system call, ~17 us measured) before it starts its own range, not for all.
-    if (sleepers_.load() > 0) wake_one();
-    t_in_loop = true;
-    run_ranges(0);
-    t_in_loop = false;
-    for (Backoff backoff; done_.load(std::memory_order_acquire) < n;) backoff.pause();
-    if (error_) std::rethrow_exception(error_);
+    return loops_;
+  }
+  void add_background(int threads) {  // negative: an arena gone
+    std::lock_guard<std::mutex> lock(mutex_);
+    background_threads_ += threads;
+    update_limit();
+  }
+  // After fork, in the child's only thread: the parent's limit holds here too (of two, the lower
+  // would), so the child's own state takes it over.
+  void take_limit(Threads& parent) {
+    limit_ = std::move(parent.limit_);
+    limited_to_ = parent.limited_to_;
   }
 
  private:
-  // 64-bit, so that the threads' increments past the end cannot wrap near INT_MAX.
-  struct alignas(64) Range {
-    std::atomic<int64_t> next{0};
-    int64_t end = 0;
-  };
-
-  // Spins with pause at first, then yields the core at each try: more threads than cores, or
-  // another process on them, must not leave the thread the loop waits for without a core.
-  struct Backoff {
-    int tries = 0;
-    void pause() {
-      if (++tries < kPausesBeforeYield) {
-        _mm_pause();
-      } else {
-        sched_yield();
-      }
-    }
-  };
-
-  // As the pool runs a loop: every iteration, then the first exception.
-  static void serial(int n, TaskBody body, void* ctx) {
-    std::exception_ptr error;
-    for (int i = 0; i < n; ++i) {
-      try {
-        body(ctx, i);
-      } catch (...) {
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+  // Every loop thread but the caller, and every background one, may be a worker at once. Only
+  // ever raised: TBB's workers took tens of milliseconds to join a loop after a lower limit.
+  void update_limit() {
+    const int wanted = std::max(tbb::info::default_concurrency(), std::max(loop_threads_, 1) + background_threads_);
+    if (wanted <= limited_to_) return;
+    limit_.reset();  // of two limits the lower holds
+    limit_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, size_t(wanted));
+    limited_to_ = wanted;
   }
 
-  void wake_one() {
-    std::lock_guard<std::mutex> lock(sleep_mutex_);
-    wake_.notify_one();
-  }
-
-  // Its own range first (participant `first`: the caller is 0), then what is left of the others'.
-  void run_ranges(int first) {
-    for (int k = 0; k < parts_; ++k) {
-      Range& r = ranges_[(first + k) % parts_];
-      for (int64_t i; (i = r.next.fetch_add(1, std::memory_order_relaxed)) < r.end;) {
-        try {
-          body_(ctx_, int(i));
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex_);
-          if (!error_) error_ = std::current_exception();
-        }
-        done_.fetch_add(1, std::memory_order_release);
-      }
-    }
-  }
-
-  // Returns the generation of a published loop other than `seen`, or 0 when stopping.
-  uint64_t next_loop(uint64_t seen) {
-    auto published = [&]() -> uint64_t {
-      if (stopping_.load()) return 0;
-      const uint64_t g = gen_.load();
-      return g != seen && g % 2 == 0 ? g : ~uint64_t(0);
-    };
-    const auto give_up = std::chrono::steady_clock::now() + kSpin;
-    Backoff backoff;
-    do {
-      for (int i = 0; i < 64; ++i) {
-        if (uint64_t g = published(); g != ~uint64_t(0)) return g;
-        backoff.pause();
-      }
-    } while (std::chrono::steady_clock::now() < give_up);
-    uint64_t g;
-    {
-      std::unique_lock<std::mutex> lock(sleep_mutex_);
-      sleepers_.fetch_add(1);
-      wake_.wait(lock, [&] { return (g = published()) != ~uint64_t(0); });
-      sleepers_.fetch_sub(1);
-    }
-    if (g != 0 && sleepers_.load() > 0) wake_one();  // the next in the chain (see run)
-    return g;
-  }
-
-  // `seen`: the generation when the thread was started (the loops after it are its to join).
-  void work(int participant, uint64_t seen) {
-    t_in_loop = true;
-    while (uint64_t g = next_loop(seen)) {
-      seen = g;
-      active_.fetch_add(1);
-      if (gen_.load() == g) run_ranges(participant % parts_);
-      active_.fetch_sub(1);
-    }
-  }
-
-  // Stops the workers and starts `workers` new ones. False when the system would not give threads
-  // (the loop then runs serially; the next one tries again).
-  bool restart(int workers) {
-    stopping_.store(true);
-    {
-      std::lock_guard<std::mutex> lock(sleep_mutex_);
-      wake_.notify_all();
-    }
-    for (auto& t : workers_) t.join();
-    workers_.clear();
-    stopping_.store(false);
-    const uint64_t now = gen_.load();
-    try {
-      for (int w = 0; w < workers; ++w) workers_.emplace_back([this, w, now] { work(w + 1, now); });
-    } catch (const std::system_error&) {
-      return false;
-    }
-    return true;
-  }
-
-  std::mutex caller_;  // one loop at a time
-  std::vector<std::thread> workers_;
-  std::atomic<uint64_t> gen_{0};
-  std::atomic<int> active_{0};  // workers looking at the current loop
-  std::atomic<bool> stopping_{false};
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
-  std::atomic<int> sleepers_{0};
-
-  // The loop.
-  TaskBody body_ = nullptr;
-  void* ctx_ = nullptr;
-  int parts_ = 1;
-  Range ranges_[kMaxThreads];
-  alignas(64) std::atomic<int> done_{0};
-  std::mutex error_mutex_;
-  std::exception_ptr error_;
+  std::mutex mutex_;
+  std::shared_ptr<Arena> loops_;
+  int loop_threads_ = 0;
+  int background_threads_ = 0;
+  std::unique_ptr<tbb::global_control> limit_;
+  int limited_to_ = 0;
 };
 
-// Never destroyed: its threads may outlive static destructors. A child process after fork has
-// none of the parent's workers (and maybe a lock a worker held), so it starts a pool of its own.
-Pool* g_pool = nullptr;
-
-Pool& pool() {
+// Never destroyed: loops may run during static destruction. A child process after fork starts
+// afresh (its arenas' workers are the parent's).
+Threads* g_threads = nullptr;
+Threads& threads_state() {
   static const bool once = [] {
-    g_pool = new Pool;
-    pthread_atfork(nullptr, nullptr, [] { g_pool = new Pool; });
+    g_threads = new Threads;
+    pthread_atfork(nullptr, nullptr, [] {
+      Threads* parent = g_threads;
+      g_threads = new Threads;
+      g_threads->take_limit(*parent);
+    });
     return true;
   }();
   (void)once;
-  return *g_pool;
+  return *g_threads;
+}
+
+// Set while a thread runs a loop's body: loops inside run serially.
+thread_local bool t_in_loop = false;
+
+// A loop's body and the first exception it threw.
+struct Loop {
+  TaskBody body;
+  void* ctx;
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  void run(int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      try {
+        body(ctx, i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+};
+
+void tbb_parallel_for(int n, TaskBody body, void* ctx) {
+  const int threads = get_num_threads();
+  Loop loop{body, ctx, {}, {}};
+  if (n <= 1 || threads <= 1 || t_in_loop) {
+    loop.run(0, n);  // a single iteration may start a parallel loop of its own
+  } else {
+    std::shared_ptr<Arena> arena = threads_state().loop_arena(threads);
+    TsanIntoTbb tsan(&loop);
+    // Static: one contiguous range per thread, as many as the arena is wide (a range no worker
+    // took is run by the caller), with no finer splitting to pay for.
+    arena->arena.execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int>(0, n),
+          [&](const tbb::blocked_range<int>& r) {
+            TsanOutOfTbb out(&loop);
+            const bool outer = t_in_loop;
+            t_in_loop = true;
+            loop.run(r.begin(), r.end());
+            t_in_loop = outer;
+          },
+          tbb::static_partitioner());
+    });
+  }
+  if (loop.error) std::rethrow_exception(loop.error);
 }
 
 }  // namespace
 
-void parallel_for(int n, TaskBody body, void* ctx) { pool().run(n, body, ctx); }
+void parallel_for(int n, TaskBody body, void* ctx) {
+  static const bool on_pool = config().threads_impl == "pool";
+  if (on_pool) return spin_pool_parallel_for(n, body, ctx);
+  tbb_parallel_for(n, body, ctx);
+}
+
+struct BackgroundTasks::State {
+  std::mutex mutex;            // guards the arena's start
+  std::optional<Arena> arena;  // started by the first job, as wide as get_num_threads() then
+  int threads = 0;
+  tbb::task_group group;
+  // Caught here, not left to the group, which would cancel the jobs not yet started.
+  std::mutex error_mutex;
+  std::exception_ptr error;
+};
+
+BackgroundTasks::BackgroundTasks() : state_(std::make_unique<State>()) {}
+
+BackgroundTasks::~BackgroundTasks() {
+  try {
+    wait();
+  } catch (...) {  // a job's exception nobody waited for
+  }
+  if (state_->arena) threads_state().add_background(-state_->threads);
+}
+
+void BackgroundTasks::run(std::function<void()> job) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.arena) {
+    s.threads = std::max(1, get_num_threads());
+    threads_state().add_background(s.threads);
+    s.arena.emplace(s.threads, 0);
+  }
+  TsanIntoTbb tsan(&s);
+  s.arena->arena.enqueue(s.group.defer([&s, job = std::move(job)] {
+    TsanOutOfTbb out(&s);
+    try {
+      job();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(s.error_mutex);
+      if (!s.error) s.error = std::current_exception();
+    }
+  }));
+}
+
+void BackgroundTasks::wait() {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.arena) return;
+  }
+  {
+    TsanIntoTbb tsan(&s);
+    s.arena->arena.execute([&] { s.group.wait(); });
+  }
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(s.error_mutex);
+    std::swap(error, s.error);
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 }  // namespace kiln

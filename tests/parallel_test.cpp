@@ -1,6 +1,7 @@
-// kiln's worker pool (runtime/parallel.h): every iteration runs once, on several threads when
-// asked, and loops inside loops, loops from several threads at once, exceptions and changes of
-// the thread count all end with every iteration done and the pool still working.
+// kiln's threads (runtime/parallel.h): every iteration runs once, on as many threads as asked and
+// no more, and loops inside loops, loops from several threads at once, exceptions and changes of
+// the thread count all end with every iteration done and the threads still working. Background
+// jobs run beside the caller, as many at once as the thread count, and never hold up a loop.
 #include "runtime/parallel.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +27,17 @@ struct Threads {
   int saved;
 };
 
+// Counts how many callers are inside at once, and the most there were.
+struct Concurrency {
+  std::atomic<int> now{0}, most{0};
+  void enter() {
+    const int n = ++now;
+    for (int m = most.load(); n > m && !most.compare_exchange_weak(m, n);) {
+    }
+  }
+  void leave() { --now; }
+};
+
 // Counts each iteration's runs and the threads that ran them.
 struct Tally {
   explicit Tally(int n) : runs(size_t(n)) {}
@@ -40,6 +52,30 @@ struct Tally {
   }
   void expect_each_once() const {
     for (size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "iteration " << i;
+  }
+};
+
+// Waits until `done()`, for 20 s at most.
+template <typename F>
+void wait_until(F done) {
+  for (int i = 0; i < 20000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// A Tally whose iterations wait until `threads` threads have been inside at once: a loop on that
+// many threads passes however late its workers come, one on fewer gives up after 20 s.
+struct Gathering {
+  Gathering(int n, int threads) : tally(n), threads(threads) {}
+  Tally tally;
+  int threads;
+  Concurrency inside;
+  std::atomic<bool> gave_up{false};
+  static void body(void* ctx, int i) {
+    auto& g = *static_cast<Gathering*>(ctx);
+    g.inside.enter();
+    wait_until([&] { return g.inside.most >= g.threads || g.gave_up; });
+    if (g.inside.most < g.threads) g.gave_up = true;
+    Tally::body(&g.tally, i);
+    g.inside.leave();
   }
 };
 
@@ -67,18 +103,22 @@ TEST(Parallel, EveryIterationRunsOnce) {
 
 TEST(Parallel, LoopsRunOnSeveralThreads) {
   Threads threads(2);
-  // Iterations that each wait for a while: the caller cannot finish them all before the worker
-  // starts, even if the worker is asleep when the loop begins.
-  struct Slow {
-    Tally tally{64};
-    static void body(void* ctx, int i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      Tally::body(&static_cast<Slow*>(ctx)->tally, i);
-    }
-  } slow;
-  kiln::parallel_for(64, &Slow::body, &slow);
-  slow.tally.expect_each_once();
-  EXPECT_EQ(slow.tally.threads.size(), 2u);
+  Gathering gathering(64, 2);
+  kiln::parallel_for(64, &Gathering::body, &gathering);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
+}
+
+// As many threads as set, more than the machine's cores included, and never more at once.
+TEST(Parallel, LoopsRunOnAsManyThreadsAsSet) {
+  for (int n : {3, 2}) {
+    Threads threads(n);
+    Gathering gathering(60, n);
+    kiln::parallel_for(60, &Gathering::body, &gathering);
+    gathering.tally.expect_each_once();
+    EXPECT_EQ(gathering.tally.threads.size(), size_t(n));
+    EXPECT_EQ(gathering.inside.most.load(), n);
+  }
 }
 
 TEST(Parallel, OneThreadRunsOnTheCaller) {
@@ -93,22 +133,36 @@ TEST(Parallel, NestedLoopsRunSerially) {
   Threads threads(3);
   struct Outer {
     std::vector<std::atomic<int>> runs = std::vector<std::atomic<int>>(50 * 40);
+    std::atomic<int> elsewhere{0};  // inner iterations run by another thread than their outer one
     static void body(void* ctx, int i) {
       struct Inner {
         Outer* outer;
         int row;
-      } inner{static_cast<Outer*>(ctx), i};
+        std::thread::id thread;
+      } inner{static_cast<Outer*>(ctx), i, std::this_thread::get_id()};
       kiln::parallel_for(
           40,
           [](void* c, int j) {
             auto& in = *static_cast<Inner*>(c);
             in.outer->runs[size_t(in.row * 40 + j)]++;
+            if (std::this_thread::get_id() != in.thread) in.outer->elsewhere++;
           },
           &inner);
     }
   } outer;
   kiln::parallel_for(50, &Outer::body, &outer);
   for (const auto& r : outer.runs) ASSERT_EQ(r.load(), 1);
+  EXPECT_EQ(outer.elsewhere.load(), 0);
+}
+
+// A loop of one iteration leaves the threads to the loops it starts.
+TEST(Parallel, ALoopInsideASingleIterationRunsInParallel) {
+  Threads threads(2);
+  Gathering gathering(64, 2);
+  kiln::parallel_for(
+      1, [](void* ctx, int) { kiln::parallel_for(64, &Gathering::body, ctx); }, &gathering);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
 }
 
 TEST(Parallel, LoopsFromSeveralThreadsAtOnce) {
@@ -200,6 +254,73 @@ TEST(Parallel, ManyShortLoops) {
       if (round % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin
     }
   }
+}
+
+TEST(BackgroundTasks, JobsRunBesideTheCaller) {
+  Threads threads(1);  // even so: a job runs on a thread of its own
+  kiln::BackgroundTasks tasks;
+  std::atomic<bool> started{false}, go{false};
+  std::thread::id ran_on;
+  tasks.run([&] {
+    started = true;
+    ran_on = std::this_thread::get_id();
+    wait_until([&] { return go.load(); });
+  });
+  // The job starts while the caller waits for it here, not in wait(), which could run it itself.
+  wait_until([&] { return started.load(); });
+  go = true;
+  tasks.wait();
+  EXPECT_TRUE(started.load());
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+}
+
+TEST(BackgroundTasks, AsManyAtOnceAsTheThreadCount) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  Concurrency inside;
+  std::atomic<int> ran{0};
+  for (int j = 0; j < 8; ++j)
+    tasks.run([&] {
+      inside.enter();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++ran;
+      inside.leave();
+    });
+  tasks.wait();
+  EXPECT_EQ(ran.load(), 8);
+  EXPECT_LE(inside.most.load(), 2);
+}
+
+TEST(BackgroundTasks, WaitRethrowsAJobsExceptionAfterTheOthers) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  std::atomic<int> ran{0};
+  tasks.run([] { throw std::runtime_error("job"); });
+  for (int j = 0; j < 4; ++j) tasks.run([&] { ++ran; });
+  EXPECT_THROW(tasks.wait(), std::runtime_error);
+  tasks.wait();  // nothing left
+  EXPECT_EQ(ran.load(), 4);
+}
+
+// Jobs that take all their threads for a long time (kernels compiling) leave a loop its own.
+TEST(BackgroundTasks, BusyJobsLeaveLoopsTheirThreads) {
+  Threads threads(2);
+  kiln::BackgroundTasks tasks;
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  for (int j = 0; j < 2; ++j)
+    tasks.run([&] {
+      ++started;
+      wait_until([&] { return release.load(); });
+    });
+  wait_until([&] { return started == 2; });
+  Gathering gathering(64, 2);
+  kiln::parallel_for(64, &Gathering::body, &gathering);
+  release = true;
+  tasks.wait();
+  EXPECT_EQ(started.load(), 2);
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
 }
 
 }  // namespace

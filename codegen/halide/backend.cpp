@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <thread>
 
 #include "codegen/halide/compile_queue.h"
 #include "codegen/halide/kernel_cache.h"
@@ -102,19 +101,25 @@ class HalideBackend final : public Backend {
     // kernels (they need it only to be loaded, and wait for it there).
     const size_t first = cache.runtime_ready() ? 1 : 0;
     std::vector<KernelFn> built(missing.size(), nullptr);
-    std::atomic<size_t> next{first};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < missing.size() + 1;) {
-        if (i == 0)
-          cache.ensure_runtime_or_log();
-        else
-          built[i - 1] = cache.load_or_build_or_null(*missing[i - 1].first, *missing[i - 1].second);
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
+    struct Compiling {
+      halide::KernelCache& cache;
+      const decltype(missing)& jobs;
+      std::vector<KernelFn>& built;
+      std::atomic<size_t> next;
+    } compiling{cache, missing, built, {first}};
+    // `workers` iterations, each taking the next job until none is left: jobs differ in length.
+    parallel_for(
+        int(workers),
+        [](void* ctx, int) {
+          auto& c = *static_cast<Compiling*>(ctx);
+          for (size_t i; (i = c.next.fetch_add(1)) < c.jobs.size() + 1;) {
+            if (i == 0)
+              c.cache.ensure_runtime_or_log();
+            else
+              c.built[i - 1] = c.cache.load_or_build_or_null(*c.jobs[i - 1].first, *c.jobs[i - 1].second);
+          }
+        },
+        &compiling);
     for (size_t m = 0; m < missing.size(); ++m) cache.remember(*missing[m].second, built[m]);
     for (auto [i, m] : waiting) fns[i] = built[m];
     return fns;

@@ -1,6 +1,5 @@
 #include "codegen/halide/compile_queue.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "codegen/halide/kernel_cache.h"
@@ -16,10 +15,10 @@ void CompileQueue::register_stop_at_exit() {
 
 bool CompileQueue::submit(const Kernel& k, const std::string& key) {
   std::lock_guard<std::mutex> lock(background_mutex_);
-  if (workers_.empty()) {
+  if (!started_) {
     kernel_cache().remember(key, kernel_cache().load_or_build_or_null(k, key));
     register_stop_at_exit();
-    for (int t = 0; t < std::max(1, get_num_threads()); ++t) workers_.emplace_back([this] { background_worker(); });
+    started_ = true;
     return false;
   }
   if (!submitted_.insert(key).second) return true;
@@ -39,24 +38,21 @@ bool CompileQueue::submit(const Kernel& k, const std::string& key) {
   for (auto& r : job.kernel.reads) r.node = own(r.node);
   job.kernel.library_node = nullptr;
   queue_.push_back(std::move(job));
-  background_cv_.notify_one();
+  background_.run([this] { build_one(); });
   return true;
 }
-void CompileQueue::background_worker() {
-  for (;;) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(background_mutex_);
-      background_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    KernelFn fn = kernel_cache().load_or_build_or_null(job.kernel, job.key);
-    register_stop_at_exit();
+void CompileQueue::build_one() {
+  Job job;
+  {
     std::lock_guard<std::mutex> lock(background_mutex_);
-    built_.emplace_back(job.key, fn);
+    if (stopping_ || queue_.empty()) return;
+    job = std::move(queue_.front());
+    queue_.pop_front();
   }
+  KernelFn fn = kernel_cache().load_or_build_or_null(job.kernel, job.key);
+  register_stop_at_exit();
+  std::lock_guard<std::mutex> lock(background_mutex_);
+  built_.emplace_back(job.key, fn);
 }
 void CompileQueue::take_built() {
   std::lock_guard<std::mutex> lock(background_mutex_);
@@ -68,9 +64,7 @@ void CompileQueue::stop() {
     std::lock_guard<std::mutex> lock(background_mutex_);
     stopping_ = true;
   }
-  background_cv_.notify_all();
-  for (auto& t : workers_) t.join();
-  workers_.clear();
+  background_.wait();
 }
 
 CompileQueue& compile_queue() {

@@ -1,19 +1,18 @@
 #pragma once
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "codegen/halide/launcher.h"
+#include "runtime/parallel.h"
 
 namespace kiln::codegen::halide {
 
-// Background compilation (Config::compile_in_background): workers take kernels from a queue
-// and leave what they built for the next flush to take. A job holds a copy of its kernel with
+// Background compilation (Config::compile_in_background): a background task per queued kernel
+// (runtime/parallel.h) builds it and leaves it for the next flush to take. A job holds a copy of its kernel with
 // nodes of its own: the flush's nodes are freed before the job runs.
 //
 // At exit the workers are stopped (each finishes the kernel it is building) by a handler that
@@ -37,15 +36,15 @@ class CompileQueue {
     std::vector<ir::NodePtr> nodes;  // what kernel's nodes and reads point to
   };
   static void register_stop_at_exit();
-  void background_worker();
+  void build_one();  // the job at the queue's front
   void stop();
 
   std::mutex background_mutex_;  // guards the state below
-  std::condition_variable background_cv_;
   std::deque<Job> queue_;
   std::unordered_set<std::string> submitted_;
   std::vector<std::pair<std::string, KernelFn>> built_;  // not yet in the kernel cache
-  std::vector<std::thread> workers_;
+  BackgroundTasks background_;                           // the builds of queue_'s jobs
+  bool started_ = false;                                 // the first kernel was built on the caller's thread
   bool stopping_ = false;
 };
 
