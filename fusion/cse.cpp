@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "fusion/passes.h"
-#include "runtime/disk_cache.h"
+#include "runtime/hash.h"
 
 namespace kiln::fusion {
 namespace {

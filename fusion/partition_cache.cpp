@@ -3,7 +3,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "runtime/disk_cache.h"
+#include "runtime/hash.h"
 
 namespace kiln::fusion {
 namespace {
@@ -55,17 +55,6 @@ void number_nodes(const Plan& plan, Numbering& out) {
       put_shape(in.view.strides);
     }
   }
-}
-
-// Four interleaved FNV-1a chains: one chain waits a multiply's latency per word, which was most
-// of a 2000-op flush's lookup.
-uint64_t hash_of(const std::vector<int64_t>& v) {
-  uint64_t h[4] = {kFnvOffsetBasis, kFnvOffsetBasis + 1, kFnvOffsetBasis + 2, kFnvOffsetBasis + 3};
-  size_t i = 0;
-  for (; i + 4 <= v.size(); i += 4)
-    for (size_t lane = 0; lane < 4; ++lane) h[lane] = fnv1a64_word(h[lane], uint64_t(v[i + lane]));
-  for (; i < v.size(); ++i) h[0] = fnv1a64_word(h[0], uint64_t(v[i]));
-  return fnv1a64_word(fnv1a64_word(fnv1a64_word(h[0], h[1]), h[2]), h[3]);
 }
 
 // A partition with its node pointers given as refs (see number_nodes), to be filled in per flush.
@@ -128,7 +117,7 @@ Cache& cache() {
 const Partition& partition_cached(const Plan& plan) {
   Cache& c = cache();
   number_nodes(plan, c.numbering);
-  const uint64_t h = hash_of(c.numbering.signature);
+  const uint64_t h = fnv1a64_words(c.numbering.signature);
   auto it = c.entries.find(h);
   if (it != c.entries.end() && it->second->signature == c.numbering.signature) {
     ++c.counts.reused;

@@ -28,6 +28,7 @@ Config load_from_env() {
   else
     c.cache_dir = (std::filesystem::temp_directory_path() / "kiln-cache").string();
   if (const char* v = std::getenv("KILN_DUMP")) c.dump_dir = v;
+  if (const char* v = std::getenv("KILN_DATA_DIR"); v && *v) c.data_dir = v;
   if (const char* v = std::getenv("KILN_CXX")) c.kernel_linker = v;
   if (const char* v = std::getenv("KILN_HALIDE_COMPILER")) c.halide_compiler = v;
   if (const char* v = std::getenv("KILN_PREBUILT_RUNTIME")) c.prebuilt_halide_runtime = std::string(v) != "0";

@@ -13,18 +13,13 @@
 
 #include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/hash.h"
 #include "runtime/log.h"
 #include "runtime/mapped_file.h"
 
 namespace fs = std::filesystem;
 
 namespace kiln {
-
-uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
 
 namespace {
 

@@ -58,10 +58,4 @@ std::string cache_root();
 uint64_t cache_size_bytes();
 void clear_cache();
 
-constexpr uint64_t kFnvOffsetBasis = 1469598103934665603ULL;
-uint64_t fnv1a64(const void* data, size_t n, uint64_t h = kFnvOffsetBasis);
-// One FNV-1a step over a whole 64-bit word, for hashing structures in memory (CSE, the partition
-// cache); start from kFnvOffsetBasis.
-inline uint64_t fnv1a64_word(uint64_t h, uint64_t word) { return (h ^ word) * 1099511628211ULL; }
-
 }  // namespace kiln

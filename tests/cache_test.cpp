@@ -15,6 +15,7 @@
 
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
+#include "runtime/hash.h"
 #include "runtime/log.h"
 
 namespace fs = std::filesystem;

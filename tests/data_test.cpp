@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "expect_error.h"
+#include "runtime/config.h"
 
 namespace {
 
@@ -214,13 +215,13 @@ TEST_F(IdxFiles, FindIdxFilePrefersGzipAndNamesBothPathsWhenMissing) {
 }
 
 TEST(IdxDir, FashionMnistDirFollowsKilnDataDir) {
-  const char* before = std::getenv("KILN_DATA_DIR");
-  const std::string saved = before ? before : "";
-  setenv("KILN_DATA_DIR", "/somewhere/else", 1);
+  const std::string before = kiln::config().data_dir;
+  if (!std::getenv("KILN_DATA_DIR")) {
+    EXPECT_EQ(before, "/usr/share/datasets/fashion-mnist");
+  }
+  kiln::config().data_dir = "/somewhere/else";  // what KILN_DATA_DIR=/somewhere/else sets
   EXPECT_EQ(kiln::data::fashion_mnist_dir(), "/somewhere/else");
-  unsetenv("KILN_DATA_DIR");
-  EXPECT_EQ(kiln::data::fashion_mnist_dir(), "/usr/share/datasets/fashion-mnist");
-  if (before) setenv("KILN_DATA_DIR", saved.c_str(), 1);
+  kiln::config().data_dir = before;
 }
 
 // --- image/label pairs as tensors ---

@@ -15,6 +15,7 @@
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/error.h"
+#include "runtime/hash.h"
 #include "runtime/log.h"
 
 namespace kiln::codegen::halide {

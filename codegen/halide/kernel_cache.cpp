@@ -10,6 +10,7 @@
 
 #include "codegen/halide/compiler.h"
 #include "runtime/config.h"
+#include "runtime/hash.h"
 #include "runtime/log.h"
 #include "runtime/parallel.h"
 #include "runtime/stats.h"

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/mapped_file.h"
 
@@ -212,10 +213,7 @@ IdxArray read_idx(const std::string& path) {
   return parse_idx(file.bytes(), path);
 }
 
-std::string fashion_mnist_dir() {
-  const char* dir = std::getenv("KILN_DATA_DIR");
-  return dir && *dir ? std::string(dir) : std::string("/usr/share/datasets/fashion-mnist");
-}
+std::string fashion_mnist_dir() { return config().data_dir; }
 
 std::string find_idx_file(const std::string& dir, const std::string& stem) {
   const std::string gz = dir + "/" + stem + ".gz", raw = dir + "/" + stem;
