@@ -262,11 +262,15 @@ class OpBackward final : public autograd::Node {
   void save(Tensors inputs, const Attrs& attrs) {
     attrs_ = attrs;
     saved_inputs_.resize(inputs.size());
+    in_shapes_.reserve(inputs.size());
+    in_strides_.reserve(inputs.size());
+    in_dtypes_.reserve(inputs.size());
     unsigned wanted = 0;  // inputs that want a gradient
     for (size_t i = 0; i < inputs.size(); ++i) wanted |= inputs[i].requires_grad() ? 1u << i : 0u;
     for (size_t i = 0; i < inputs.size(); ++i) {
       in_shapes_.push_back(inputs[i].sizes());
-      in_strides_.push_back(inputs[i].strides().vec());
+      const auto strides = inputs[i].strides();
+      in_strides_.emplace_back(strides.begin(), strides.end());
       in_dtypes_.push_back(inputs[i].dtype());
       if ((d_->save_inputs & (1u << i)) && (d_->used_by[i] == 0 || (d_->used_by[i] & wanted)))
         saved_inputs_[i] = autograd::SavedTensor(inputs[i], false);
