@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "frontend/ops.h"
+#include "runtime/pool.h"
 #include "tracer/view_attr.h"
 
 namespace kiln::detail {
@@ -296,7 +297,7 @@ uint64_t next_sequence_nr() {
 }
 
 void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs) {
-  auto node = std::make_shared<OpBackward>(d);
+  auto node = pool::make_shared<OpBackward>(d);  // one per traced op: from the small-object pool
   node->sequence_nr = next_sequence_nr();
   node->next_edges.reserve(inputs.size());
   for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
