@@ -265,6 +265,54 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
       failed, max_registers, spilling, max_spill, seconds, capture_seconds);
 }
 
+// Every elementwise op of the table, on operands of every dtype (and every cast), lowers to CUDA C
+// that compiles: one program of all those kernels, so that it costs one NVRTC run.
+TEST(Cuda, EveryElementwiseOpCompilesForEveryDtype) {
+  SKIP_WITHOUT_NVRTC();
+  const ScalarType dtypes[] = {kBool, kLong, kFloat, kDouble};
+  std::vector<std::unique_ptr<ir::Node>> nodes;
+  auto node = [&](ir::Op op, ScalarType t) {
+    nodes.push_back(std::make_unique<ir::Node>());
+    nodes.back()->op = op;
+    nodes.back()->dtype = t;
+    nodes.back()->shape = {7};
+    return nodes.back().get();
+  };
+  std::string program = cuda::prelude(true);
+  int kernels = 0;
+  for (int i = 0; i < ir::kOpCount; ++i) {
+    const ir::Op op = ir::all_ops()[i];
+    const ir::OpKind kind = ir::op_kind(op);
+    const int arity = kind == ir::OpKind::Unary ? 1 : kind == ir::OpKind::Select ? 3 : 2;
+    if (kind != ir::OpKind::Unary && kind != ir::OpKind::Binary && kind != ir::OpKind::Compare &&
+        kind != ir::OpKind::Select)
+      continue;
+    for (ScalarType operand : dtypes)
+      for (ScalarType result : dtypes) {
+        // A result of another dtype only where ops make one: casts, comparisons (bool).
+        if (kind == ir::OpKind::Compare ? result != kBool : op != ir::Op::Cast && result != operand) continue;
+        fusion::Kernel k;
+        k.kind = fusion::Kernel::Kind::Pointwise;
+        k.domain = {7};
+        fusion::KernelNode kn{node(op, result), {}};
+        for (int a = 0; a < arity; ++a) {
+          const ScalarType t = kind == ir::OpKind::Select && a == 0 ? kBool : operand;
+          k.reads.push_back(fusion::Read{node(ir::Op::Input, t), {1}, 0});
+          kn.args.push_back(~a);
+        }
+        k.nodes.push_back(kn);
+        k.outputs = {0};
+        program += kernel_text(cuda::kernel_source(k, true)).substr(std::string(cuda::kKernelMarker).size());
+        ++kernels;
+      }
+  }
+  EXPECT_GT(kernels, 150);
+  const auto out = cuda::nvrtc_compile(program, "every_op.cu", 90, "every elementwise op");
+  EXPECT_EQ(out.image.substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
 // A sample of the PTX checked by the toolkit's own ptxas, as a GPU machine's driver would take it.
 TEST(Cuda, PtxasAcceptsThePtx) {
   SKIP_WITHOUT_NVRTC();
