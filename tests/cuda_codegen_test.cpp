@@ -23,15 +23,12 @@
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/cuda/ops.h"
 #include "codegen/cuda/source.h"
-#include "codegen/flush.h"
-#include "fusion/passes.h"
-#include "fusion/plan.h"
+#include "flush_capture.h"
 #include "random_program.h"
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
 #include "runtime/parallel.h"
 #include "torch_program.h"
-#include "tracer/flush_hook.h"
 
 namespace {
 
@@ -50,46 +47,28 @@ struct Captured {
   std::vector<std::string> order;  // keys, first flushed first
   int library_kernels = 0;
 };
-Captured* capturing = nullptr;
 // Called with each kernel that has CUDA source while its nodes are live (the cache test).
 std::function<void(const fusion::Kernel&)>* on_kernel = nullptr;
 
-// The flush driver's steps (codegen/flush.cpp), the kernel list recorded before the interpreter
-// runs it.
-void capturing_flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
-  fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
-  if (plan.steps.empty()) return;
-  fusion::eliminate_common_subexpressions(plan);
-  fusion::simplify(plan);
-  const fusion::Partition& partition = fusion::partition_cached(plan);
+// Records the CUDA source of each kernel of a flush, then runs it on the interpreter.
+void record(const fusion::Partition& partition, Captured& c) {
   for (const fusion::Kernel& k : partition.kernels) {
     if (!cuda::has_cuda_source(k)) {
-      ++capturing->library_kernels;
+      ++c.library_kernels;
       continue;
     }
     if (on_kernel) (*on_kernel)(k);
     cuda::KernelSource s = cuda::kernel_source(k, cuda::fits_int32_indices(k));
-    if (capturing->sources.emplace(s.key, s).second) capturing->order.push_back(s.key);
+    if (c.sources.emplace(s.key, s).second) c.order.push_back(s.key);
   }
   codegen::interpreter().run(partition);
-  fusion::forget_computed_inputs(plan);
 }
 
-// Captures the kernels `body` flushes (on the interpreter), restoring the flush driver after.
+// Captures the kernels `body` flushes (run on the interpreter).
 template <typename F>
 Captured capture(F&& body) {
   Captured c;
-  capturing = &c;
-  tracer::set_flush_hook(&capturing_flush);
-  try {
-    body();
-  } catch (...) {
-    codegen::install_flush_driver();
-    capturing = nullptr;
-    throw;
-  }
-  codegen::install_flush_driver();
-  capturing = nullptr;
+  flush_capture::with_partition_runner([&](const fusion::Partition& p) { record(p, c); }, body);
   return c;
 }
 
@@ -205,9 +184,9 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
   Captured all = capture(training_workloads);
   merge(all, random_program_kernels(360, 180));
   const double capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // ~50 ms of NVRTC each: 300 keep the suite within a minute on two busy cores.
+  // ~50 ms of NVRTC each: 250 keep the suite within a minute on two busy cores.
   const size_t limit = size_t(std::max<int64_t>(
-      1, std::atoll(std::getenv("KILN_CUDA_STRUCTURES") ? std::getenv("KILN_CUDA_STRUCTURES") : "300")));
+      1, std::atoll(std::getenv("KILN_CUDA_STRUCTURES") ? std::getenv("KILN_CUDA_STRUCTURES") : "250")));
   std::vector<const cuda::KernelSource*> sources;
   for (const auto& key : all.order)
     if (sources.size() < limit) sources.push_back(&all.sources.at(key));
