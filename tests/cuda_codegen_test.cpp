@@ -228,7 +228,8 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!job.errors[i].empty() && ++failed <= 3)
       ADD_FAILURE() << job.errors[i] << "\nsource:\n" << kernel_text(*sources[i]);
-    spilling += job.reports[i].spill_bytes > 0;
+    if (job.reports[i].spill_bytes > 0 && ++spilling <= 3)
+      std::printf("[cuda] spills %d bytes: %s\n", job.reports[i].spill_bytes, sources[i]->key.c_str());
     max_registers = std::max(max_registers, job.reports[i].registers);
     max_spill = std::max(max_spill, job.reports[i].spill_bytes);
     EXPECT_LE(job.reports[i].spill_bytes, 64) << sources[i]->key;

@@ -50,6 +50,10 @@ class ReductionEmitter {
     phase = k.phases();
     for (int r : k.reduces) phases = std::max(phases, phase[size_t(r)]);
     for (int o : k.outputs) (k.nodes[size_t(o)].per_row ? row_outputs : element_outputs).push_back(o);
+    // Per-element outputs are written at row * row_length + j: the rows must be the trailing dims.
+    if (!element_outputs.empty())
+      for (size_t d = 0; d + reduced_dims.size() < k.domain.size(); ++d)
+        KILN_CHECK(!k.reduced[d], "cuda: a row kernel reduces trailing dims only (", k.key(), ")");
   }
 
   void emit() {
