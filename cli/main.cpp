@@ -9,6 +9,7 @@
 
 #include "cli/bench.h"
 #include "cli/train.h"
+#include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
 #include "runtime/disk_cache.h"
 #include "runtime/version.h"
@@ -28,6 +29,7 @@ void print_info() {
   std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
               cuda ? "found" : "not found");
   if (cuda) dlclose(cuda);
+  std::printf("           %s\n", kiln::codegen::cuda::nvrtc_summary().c_str());
   std::printf("threads: %d\n", kiln::get_num_threads());
   std::printf("cache: %s (%.1f MiB)\n", kiln::cache_root().c_str(), double(kiln::cache_size_bytes()) / (1 << 20));
 }

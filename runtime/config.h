@@ -21,7 +21,7 @@ struct Config {
   bool rewrite_plans = true;
   // Paths and tools.
   std::string cache_dir;      // KILN_CACHE_DIR, else $HOME/.cache/kiln, else kiln-cache in the temporary folder
-  std::string dump_dir;       // KILN_DUMP: a folder for each new kernel's lowered Halide statement
+  std::string dump_dir;       // KILN_DUMP: a folder for each new kernel's lowered Halide statement or CUDA source
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // KILN_DATA_DIR: Fashion-MNIST's IDX files
   std::string kernel_linker;  // KILN_CXX: a C++ driver to link kernels with (empty: ld itself)
   // KILN_HALIDE_COMPILER: the compiler module's path (empty: the build tree's, else the installed one).

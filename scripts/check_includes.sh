@@ -2,7 +2,7 @@
 # Fails on an #include that points up the pipeline (DESIGN.md: runtime <- tracer <- fusion <-
 # codegen <- frontend, each a library linking only those below it), and on Halide's headers
 # outside codegen/halide. Within codegen the libraries stack too: the interpreter and BLAS
-# (codegen/*), the Halide backend (codegen/halide/), the flush driver (codegen/flush.*).
+# (codegen/*), the Halide and CUDA backends (codegen/halide/, codegen/cuda/), the flush driver (codegen/flush.*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,7 @@ level() {
     fusion/*) echo 2 ;;
     codegen/flush.*) echo 5 ;;
     codegen/halide/*) echo 4 ;;
+    codegen/cuda/*) echo 4 ;;
     codegen/*) echo 3 ;;
     frontend/*) echo 6 ;;
     include/*) echo 7 ;;

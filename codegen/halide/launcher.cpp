@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "codegen/halide/arguments.h"
+#include "codegen/arguments.h"
 #include "runtime/log.h"
 #include "runtime/stats.h"
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "codegen/halide/arguments.h"
+#include "codegen/arguments.h"
 #include "fusion/kernel.h"
 
 namespace kiln::codegen::halide {

@@ -1,8 +1,11 @@
-// The calling convention shared by a generated kernel and its launcher: for_each_argument is the
-// one place that decides the arguments and their order; the lowering declares a Halide parameter
-// for each (lowering.cpp), the launcher passes a buffer or a scalar for each (backend.cpp).
+// The calling convention shared by a generated kernel and its launcher, the same for every
+// backend: for_each_argument is the one place that decides the arguments and their order; the
+// Halide lowering declares a parameter for each (halide/lowering.cpp) and its launcher passes a
+// buffer or a scalar for each (halide/launcher.cpp); the CUDA source declares a C parameter for
+// each (cuda/emitter.cpp).
 //   1. one 1-D input buffer per read (the read value's flat storage);
-//   2. int32 scalars: the domain extents, then per read its offset and its strides of class 's';
+//   2. integer scalars (int32 for Halide, int64 for CUDA): the domain extents, then per read its
+//      offset and its strides of class 's';
 //   3. one scalar per Const node, in node order: int64 for an int64 Const (exact), else float64;
 //   4. the output buffers, in the kernel's output order (a reduction's: its kept dims).
 // A stride's class (fusion/kernel.h) is '0', '1' or '2' (compiled in: not passed) or 's' (passed).
@@ -11,7 +14,7 @@
 
 #include "fusion/kernel.h"
 
-namespace kiln::codegen::halide {
+namespace kiln::codegen {
 
 using fusion::stride_class;
 
@@ -50,4 +53,4 @@ void for_each_argument(const fusion::Kernel& k, Visit&& visit) {
   for (int o : k.outputs) visit(KernelArgument{Kind::Output, -1, -1, o});
 }
 
-}  // namespace kiln::codegen::halide
+}  // namespace kiln::codegen

@@ -1,0 +1,48 @@
+// What the IR's ops compute, as CUDA C expressions: each elementwise op (lower_op, one switch over
+// the op table) and each reduction's identity and combining function, with the device helpers
+// they call (prelude). Values follow the interpreter (tracer/op_scalar.cpp): NaN wins max and min,
+// int64 arithmetic wraps, int64 division and remainder by 0 give 0, a float to int64 out of range
+// or NaN gives INT64_MIN; ops without an int64 form compute int64 operands in float64.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "tracer/ir.h"
+
+namespace kiln::codegen::cuda {
+
+// A dtype's C type in expressions (bool, long long, float, double) and in memory (bool as a byte).
+const char* value_type(ScalarType t);
+const char* storage_type(ScalarType t);
+
+// A C expression and the dtype of its value.
+struct Value {
+  std::string code;
+  ScalarType dtype;
+};
+
+// `v` as a value of dtype `to` (to bool: nonzero; a float to int64 as the interpreter's to_long).
+std::string convert(const Value& v, ScalarType to);
+
+// Node `n` (an elementwise op) applied to its operands' values: an expression of n's dtype.
+std::string lower_op(const ir::Node& n, const std::vector<Value>& a);
+
+// A reducing node's accumulator: float sums add in float64 (as the Halide backend adds blocks),
+// everything else in the node's dtype.
+ScalarType accumulator_dtype(const ir::Node& red);
+// The fold's starting value (its combining op's identity), as an expression of accumulator_dtype.
+std::string reduction_identity(const ir::Node& red);
+// The device function that folds one value (or another thread's partial result) into an
+// accumulator: combine(acc, x).
+const char* reduction_combine(const ir::Node& red);
+
+// The helpers every kernel's source starts with: int64 arithmetic, NaN-aware max and min, the
+// reductions' combining functions, warp shuffles; with `special_functions`, also
+// tracer/special_functions.h's lgamma, digamma, trigamma and erfinv (its very text, compiled as
+// device code; parsing it costs every compile, so only kernels that call them include it).
+const std::string& prelude(bool special_functions);
+// Whether `n` calls one of those.
+bool uses_special_functions(const ir::Node& n);
+
+}  // namespace kiln::codegen::cuda

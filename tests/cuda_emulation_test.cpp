@@ -1,0 +1,312 @@
+// The generated CUDA kernels' meaning, checked without a GPU: each kernel's source is compiled
+// as host C++ with a small emulation of CUDA's execution model (a block's threads as real
+// threads, __syncthreads and warp shuffles as barriers, __shared__ as block-wide statics, blocks
+// run one after another) and run on random programs, whose results must match the interpreter's.
+// The index math, the folds across threads and blocks, and every op's lowering are checked so;
+// the CUDA math library's accuracy and the hardware's memory model are not (a GPU check's work).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <kiln/torch.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "codegen/arguments.h"
+#include "codegen/backend.h"
+#include "codegen/cuda/ops.h"
+#include "codegen/cuda/source.h"
+#include "flush_capture.h"
+#include "random_program.h"
+#include "runtime/config.h"
+
+namespace {
+
+using namespace kiln;
+namespace cuda = kiln::codegen::cuda;
+
+// What a kernel's source needs of CUDA, for the host compiler.
+constexpr const char* kHostCuda = R"cpp(
+#include <math.h>
+#include <cstring>
+#include <condition_variable>
+#include <mutex>
+  struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+  };
+  thread_local dim3 threadIdx;
+  dim3 blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __shared__ static
+  namespace kiln_host {
+  struct Barrier {
+    std::mutex mutex;
+    std::condition_variable cv;
+    unsigned waiting = 0, generation = 0;
+    void wait(unsigned count) {
+      std::unique_lock<std::mutex> lock(mutex);
+      const unsigned g = generation;
+      if (++waiting == count) {
+        waiting = 0;
+        ++generation;
+        cv.notify_all();
+      } else {
+        cv.wait(lock, [&] { return g != generation; });
+      }
+    }
+  };
+  Barrier block_barrier, warp_barriers[32];
+  unsigned char lanes[1024][8];
+  void warp_sync() {
+    const unsigned warp = threadIdx.x / 32, first = warp * 32;
+    warp_barriers[warp].wait(blockDim.x - first < 32 ? blockDim.x - first : 32);
+  }
+  }  // namespace kiln_host
+  inline void __syncthreads() { kiln_host::block_barrier.wait(blockDim.x); }
+  inline void __threadfence() {}
+  inline double __longlong_as_double(long long v) {
+    double d;
+    std::memcpy(&d, &v, 8);
+    return d;
+  }
+  inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    unsigned old = *p;
+    *p += v;
+    return old;
+  }
+  template <class T>
+  T __shfl_down_sync(unsigned, T v, int offset) {
+    std::memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
+    kiln_host::warp_sync();
+    const unsigned from = threadIdx.x + unsigned(offset), end = (threadIdx.x / 32 + 1) * 32;
+    T r = v;
+    if (from < end && from < blockDim.x) std::memcpy(&r, kiln_host::lanes[from], sizeof r);
+    kiln_host::warp_sync();
+    return r;
+  }
+  extern "C" void kiln_host_grid(unsigned blocks, unsigned threads) {
+    gridDim.x = blocks;
+    blockDim.x = threads;
+  }
+  extern "C" void kiln_host_block(unsigned b) { blockIdx.x = b; }
+  extern "C" void kiln_host_thread(unsigned t) { threadIdx.x = t; }
+)cpp";
+
+// Kernels compiled for the host: a first run of a workload collects their sources (learn), one
+// host compile builds them all (build: the headers are parsed once), and a second run launches
+// them (run).
+class Emulator {
+ public:
+  Emulator() : dir_(std::filesystem::temp_directory_path() / ("kiln_cuda_emulation_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~Emulator() { std::filesystem::remove_all(dir_); }
+
+  int compiled = 0, launched = 0;
+
+  // Records the sources of the partition's kernels and runs it on the interpreter.
+  void learn(const fusion::Partition& partition) {
+    for (const fusion::Kernel& k : partition.kernels) {
+      if (!cuda::has_cuda_source(k)) continue;
+      const cuda::KernelSource s = cuda::kernel_source(k, cuda::fits_int32_indices(k));
+      if (!names_.emplace(s.key, s.name).second) continue;
+      const size_t at = s.source.find(cuda::kKernelMarker);
+      // Each in a namespace of its own: the index type's typedef differs between kernels.
+      program_ += "namespace " + s.name + "_ns {\n" + s.source.substr(at) + "}\n" + wrapper(k, s);
+      ++compiled;
+    }
+    codegen::interpreter().run(partition);
+  }
+
+  void build() {
+    const std::string base = (dir_ / "kernels").string();
+    std::ofstream(base + ".cpp") << kHostCuda << cuda::prelude(true) << program_;
+    const std::string cmd = "c++ -std=c++17 -O0 -w -shared -fPIC -o " + base + ".so " + base + ".cpp 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string log;
+    char buf[512];
+    while (p && fgets(buf, sizeof buf, p)) log += buf;
+    KILN_CHECK(p && pclose(p) == 0, "host compile failed:\n", log.substr(0, 4000));
+    lib_ = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    KILN_CHECK(lib_, "dlopen: ", dlerror());
+    grid_ = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(lib_, "kiln_host_grid"));
+    block_ = reinterpret_cast<void (*)(unsigned)>(dlsym(lib_, "kiln_host_block"));
+    thread_ = reinterpret_cast<void (*)(unsigned)>(dlsym(lib_, "kiln_host_thread"));
+  }
+
+  void run(const fusion::Partition& partition) {
+    for (size_t i = 0; i < partition.kernels.size(); ++i) {
+      const fusion::Kernel& k = partition.kernels[i];
+      if (cuda::has_cuda_source(k))
+        launch(k);
+      else
+        codegen::interpret(k);
+      for (ir::Node* done : partition.release[i]) done->result.reset();
+    }
+  }
+
+ private:
+  // `extern "C" void <name>_run(void** a)`: the kernel called with its arguments from an array of
+  // pointers to them.
+  static std::string wrapper(const fusion::Kernel& k, const cuda::KernelSource& s) {
+    std::string call = "extern \"C\" void " + s.name + "_run(void** a) {\n  " + s.name + "_ns::" + s.name + "(";
+    int n = 0;
+    auto arg = [&](const std::string& type) {
+      call += (n ? ", *(" : "*(") + type + "*)a[" + std::to_string(n) + "]";
+      ++n;
+    };
+    codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
+      using Kind = codegen::KernelArgument::Kind;
+      switch (a.kind) {
+        case Kind::Input:
+          arg(std::string("const ") + cuda::storage_type(k.reads[size_t(a.read)].node->dtype) + "*");
+          break;
+        case Kind::Extent:
+        case Kind::Offset:
+        case Kind::Stride:
+        case Kind::Int64Const: arg("long long"); break;
+        case Kind::Float64Const: arg("double"); break;
+        case Kind::Output: arg(std::string(cuda::storage_type(k.nodes[size_t(a.node)].node->dtype)) + "*"); break;
+      }
+    });
+    if (s.layout == cuda::Layout::SplitWhole) {
+      arg("unsigned long long*");
+      arg("unsigned int*");
+    }
+    return call + ");\n}\n";
+  }
+
+  void launch(const fusion::Kernel& k) {
+    const std::string key = cuda::cuda_key(k, cuda::fits_int32_indices(k));
+    ASSERT_TRUE(names_.count(key)) << "a kernel the first run did not flush: " << key;
+    auto run = reinterpret_cast<void (*)(void**)>(dlsym(lib_, (names_.at(key) + "_run").c_str()));
+    ASSERT_NE(run, nullptr);
+    union Scalar {
+      long long i;
+      double d;
+      void* p;
+    };
+    std::vector<Scalar> values;
+    values.reserve(64);
+    codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
+      using Kind = codegen::KernelArgument::Kind;
+      Scalar v{};
+      switch (a.kind) {
+        case Kind::Input: v.p = k.reads[size_t(a.read)].node->result->data(); break;
+        case Kind::Extent: v.i = k.domain[size_t(a.dim)]; break;
+        case Kind::Offset: v.i = k.reads[size_t(a.read)].offset; break;
+        case Kind::Stride: v.i = k.reads[size_t(a.read)].strides[size_t(a.dim)]; break;
+        case Kind::Int64Const: v.i = k.nodes[size_t(a.node)].node->int_scalar; break;
+        case Kind::Float64Const: v.d = k.nodes[size_t(a.node)].node->scalar; break;
+        case Kind::Output: {
+          ir::Node& n = *k.nodes[size_t(a.node)].node;
+          n.result = make_buffer(size_t(n.numel()) * element_size(n.dtype));
+          v.p = n.result->data();
+          break;
+        }
+      }
+      values.push_back(v);
+    });
+    // Small grids and blocks, so that grid-stride loops, several warps and several blocks all run.
+    const cuda::Layout layout = cuda::layout_of(k);
+    const unsigned blocks = layout == cuda::Layout::SplitWhole ? 3 : 2;
+    const unsigned threads = layout == cuda::Layout::Pointwise || layout == cuda::Layout::ThreadPerRow ? 32 : 64;
+    std::vector<unsigned long long> workspace(blocks * k.reduces.size() + 1);
+    unsigned int block_count = 0;
+    if (layout == cuda::Layout::SplitWhole) {
+      values.push_back(Scalar{});
+      values.back().p = workspace.data();
+      values.push_back(Scalar{});
+      values.back().p = &block_count;
+    }
+    std::vector<void*> args;
+    for (auto& v : values) args.push_back(&v);
+    grid_(blocks, threads);
+    for (unsigned b = 0; b < blocks; ++b) {
+      block_(b);
+      std::vector<std::thread> team;
+      for (unsigned t = 0; t < threads; ++t)
+        team.emplace_back([&, t] {
+          thread_(t);
+          run(args.data());
+        });
+      for (auto& t : team) t.join();
+    }
+    EXPECT_EQ(block_count, 0u) << "the last block leaves the counter zero";
+    ++launched;
+  }
+
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> names_;  // key -> function name
+  std::string program_;
+  void* lib_ = nullptr;
+  void (*grid_)(unsigned, unsigned) = nullptr;
+  void (*block_)(unsigned) = nullptr;
+  void (*thread_)(unsigned) = nullptr;
+};
+
+// Random programs (forward and backward, float32 and float64) through the emulated kernels match
+// the interpreter.
+TEST(Cuda, EmulatedKernelsMatchTheInterpreter) {
+  if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
+  Emulator emulator;
+  const int programs = 16, structures = 16;
+  std::vector<fuzz::Program> all;
+  for (int i = 0; i < programs; ++i) {
+    const uint64_t structure = uint64_t(i % structures);
+    all.push_back(fuzz::generate(structure + 7000, uint64_t(i), 4 + int(structure % 7)));
+    all.back().dtype = i % 3 == 2 ? kDouble : kFloat;
+  }
+  // Row kernels: softmax, log-softmax and layer norm, forward and backward.
+  auto rows = [] {
+    namespace F = torch::nn::functional;
+    torch::manual_seed(1);
+    auto x = torch::randn({5, 70}, torch::requires_grad());
+    auto w = torch::randn({70}, torch::requires_grad());
+    auto total = F::softmax(x, F::SoftmaxFuncOptions(1)).pow(2).sum() +
+                 F::log_softmax(x, F::LogSoftmaxFuncOptions(1)).mean() +
+                 F::layer_norm(x, F::LayerNormFuncOptions({70}).weight(w)).pow(3).sum();
+    total.backward();
+    std::vector<float> out{total.item<float>()};
+    auto g = x.grad().contiguous();
+    const float* d = g.data_ptr<float>();
+    out.insert(out.end(), d, d + g.numel());
+    return out;
+  };
+  // The first run on the interpreter gives the expected values and the kernels' sources.
+  std::vector<fuzz::Result> expected;
+  std::vector<float> expected_rows;
+  flush_capture::with_partition_runner([&](const fusion::Partition& part) { emulator.learn(part); },
+                                       [&] {
+                                         for (const auto& p : all) expected.push_back(fuzz::run(p));
+                                         expected_rows = rows();
+                                       });
+  emulator.build();
+  int failures = 0;
+  for (size_t i = 0; i < all.size() && failures < 3; ++i) {
+    fuzz::Result actual;
+    flush_capture::with_partition_runner([&](const fusion::Partition& part) { emulator.run(part); },
+                                         [&] { actual = fuzz::run(all[i]); });
+    const std::string diff = fuzz::compare(expected[i], actual, all[i].dtype);
+    if (!diff.empty()) {
+      ++failures;
+      ADD_FAILURE() << "program " << i << " differs: " << diff << "\n" << all[i].to_string();
+    }
+  }
+  std::vector<float> actual_rows;
+  flush_capture::with_partition_runner([&](const fusion::Partition& part) { emulator.run(part); },
+                                       [&] { actual_rows = rows(); });
+  ASSERT_EQ(expected_rows.size(), actual_rows.size());
+  for (size_t i = 0; i < expected_rows.size(); ++i)
+    EXPECT_NEAR(actual_rows[i], expected_rows[i], 1e-4 * (1 + std::abs(expected_rows[i]))) << "element " << i;
+  std::printf("[cuda emulation] %d kernels compiled for the host, %d launches\n", emulator.compiled, emulator.launched);
+  EXPECT_GT(emulator.compiled, 10);
+}
+
+}  // namespace
