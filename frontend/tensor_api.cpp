@@ -47,7 +47,7 @@ Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal
 }
 
 Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
-  return to(other.dtype(), non_blocking, copy, memory_format);
+  return to(other.options(), non_blocking, copy, memory_format);
 }
 
 // --- resize_ ---

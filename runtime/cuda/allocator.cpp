@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "runtime/cuda/driver.h"
 #include "runtime/error.h"
@@ -253,10 +254,18 @@ class PinnedHostMemory : public RawMemory {
   void release(void* memory, size_t) override { KILN_CU(cuMemFreeHost, memory); }
 };
 
+// The fake device's memory (use_fake_device).
+class HostMemory : public RawMemory {
+ public:
+  void* allocate(size_t bytes) override { return std::malloc(bytes); }
+  void release(void* memory, size_t) override { std::free(memory); }
+};
+
 struct Allocators {
   std::mutex mutex;
   std::vector<std::unique_ptr<CachingAllocator>> devices;
   std::unique_ptr<CachingAllocator> pinned;
+  std::unique_ptr<CachingAllocator> fake;  // cuda:0 while the fake device is on
 };
 // Never destroyed: device memory outlives static destructors that may still free tensors.
 Allocators& allocators() {
@@ -268,17 +277,24 @@ Allocators& allocators() {
 CachingAllocator* existing(int index) {
   Allocators& a = allocators();
   std::lock_guard<std::mutex> lock(a.mutex);
+  if (fake_device()) return index == 0 ? a.fake.get() : nullptr;
   return index >= 0 && size_t(index) < a.devices.size() ? a.devices[size_t(index)].get() : nullptr;
 }
+
+void require_available() { KILN_CHECK(available(), "CUDA is not available: ", unavailable_reason()); }
 
 }  // namespace
 
 CachingAllocator& device_allocator(int index) {
-  api();  // throws, saying why, where CUDA is not available
+  require_available();
   KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
              " device(s))");
   Allocators& a = allocators();
   std::lock_guard<std::mutex> lock(a.mutex);
+  if (fake_device()) {
+    if (!a.fake) a.fake = std::make_unique<CachingAllocator>(std::make_unique<HostMemory>(), "cuda:0 (fake)");
+    return *a.fake;
+  }
   if (a.devices.size() <= size_t(index)) a.devices.resize(size_t(index) + 1);
   auto& slot = a.devices[size_t(index)];
   if (!slot)
@@ -287,7 +303,7 @@ CachingAllocator& device_allocator(int index) {
 }
 
 CachingAllocator& pinned_allocator() {
-  api();
+  api();  // the fake device has no pinned memory: host memory serves it directly
   Allocators& a = allocators();
   std::lock_guard<std::mutex> lock(a.mutex);
   if (!a.pinned)
@@ -295,22 +311,17 @@ CachingAllocator& pinned_allocator() {
   return *a.pinned;
 }
 
-size_t memory_allocated(int index) {
+namespace {
+size_t figure(int index, size_t MemoryStats::*field) {
   CachingAllocator* a = existing(index);
-  return a ? a->stats().allocated : 0;
+  return a ? a->stats().*field : 0;
 }
-size_t memory_reserved(int index) {
-  CachingAllocator* a = existing(index);
-  return a ? a->stats().reserved : 0;
-}
-size_t max_memory_allocated(int index) {
-  CachingAllocator* a = existing(index);
-  return a ? a->stats().peak_allocated : 0;
-}
-size_t max_memory_reserved(int index) {
-  CachingAllocator* a = existing(index);
-  return a ? a->stats().peak_reserved : 0;
-}
+}  // namespace
+
+size_t memory_allocated(int index) { return figure(index, &MemoryStats::allocated); }
+size_t memory_reserved(int index) { return figure(index, &MemoryStats::reserved); }
+size_t max_memory_allocated(int index) { return figure(index, &MemoryStats::peak_allocated); }
+size_t max_memory_reserved(int index) { return figure(index, &MemoryStats::peak_reserved); }
 void reset_peak_memory_stats(int index) {
   if (CachingAllocator* a = existing(index)) a->reset_peak_stats();
 }
@@ -323,6 +334,7 @@ void empty_cache() {
     for (auto& d : a.devices)
       if (d) all.push_back(d.get());
     if (a.pinned) all.push_back(a.pinned.get());
+    if (a.fake) all.push_back(a.fake.get());
   }
   for (CachingAllocator* c : all) c->empty_cache();
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -107,11 +108,23 @@ const Driver& instance() {
   return d;
 }
 
+std::atomic<bool> g_fake{false};
+
+void check_index(int index) {
+  KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
+             " device(s)", available() ? "" : ": " + unavailable_reason(), ")");
+}
+
 }  // namespace
 
-bool available() { return instance().available; }
-const std::string& unavailable_reason() { return instance().reason; }
-int device_count() { return instance().devices; }
+bool available() { return g_fake || instance().available; }
+const std::string& unavailable_reason() {
+  static const std::string none;
+  return g_fake ? none : instance().reason;
+}
+int device_count() { return g_fake ? 1 : instance().devices; }
+void use_fake_device(bool on) { g_fake = on; }
+bool fake_device() { return g_fake; }
 
 const DriverApi& api() {
   const Driver& d = instance();
@@ -134,10 +147,13 @@ void check(CUresult result, const char* call) {
 }
 
 DeviceProperties device_properties(int index) {
-  KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
-             " device(s)", available() ? "" : ": " + unavailable_reason(), ")");
+  check_index(index);
   DeviceProperties p;
   p.index = index;
+  if (g_fake) {
+    p.name = "kiln's fake CUDA device (host memory)";
+    return p;
+  }
   CUdevice dev;
   KILN_CU(cuDeviceGet, &dev, index);
   char name[256] = {};
@@ -157,8 +173,9 @@ std::string driver_version() {
 }
 
 void set_device(int index) {
-  KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
-             " device(s)", available() ? "" : ": " + unavailable_reason(), ")");
+  check_index(index);
+  if (g_fake) return;
+  // One context per device for the process (retained, never released), as the runtime API's.
   static std::mutex mutex;
   static std::vector<CUcontext> contexts(size_t(device_count()), nullptr);
   CUcontext context;
@@ -176,7 +193,7 @@ void set_device(int index) {
 
 void synchronize(int index) {
   set_device(index);
-  KILN_CU(cuCtxSynchronize);
+  if (!g_fake) KILN_CU(cuCtxSynchronize);
 }
 
 }  // namespace kiln::cuda_driver

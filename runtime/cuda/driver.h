@@ -108,4 +108,10 @@ void set_device(int index);
 // Waits for all work on the device (torch::cuda::synchronize).
 void synchronize(int index);
 
+// For tests of device semantics on machines without a GPU: while on, one CUDA device is
+// available that is host memory ("cuda:0"; kernels on it run on the CPU, its caching allocator
+// takes host memory). The driver itself is never called: api() still throws.
+void use_fake_device(bool on);
+bool fake_device();
+
 }  // namespace kiln::cuda_driver
