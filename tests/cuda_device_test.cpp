@@ -422,6 +422,29 @@ TEST_F(FakeCuda, ClassifierLayersStayOnTheDevice) {
   EXPECT_THROW_WITH(out.index_select(0, torch::arange(3)), "found at least two devices");
 }
 
+TEST_F(FakeCuda, ConvolutionPoolingAndIndexingStayOnTheDevice) {
+  // Ops that read tables made on the host (windows, divisors, flips, masks).
+  torch::manual_seed(2);
+  torch::nn::Sequential net(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)), torch::nn::ReLU(),
+                            torch::nn::MaxPool2d(2), torch::nn::AvgPool2d(2), torch::nn::AdaptiveAvgPool2d(1),
+                            torch::nn::Flatten(), torch::nn::Linear(4, 3));
+  net->to(cuda);
+  auto x = torch::randn({2, 1, 8, 8}).to(cuda);
+  auto out = net->forward(x);
+  out.sum().backward();
+  EXPECT_TRUE(out.is_cuda());
+  for (const auto& p : net->parameters()) EXPECT_TRUE(p.grad().is_cuda());
+  EXPECT_TRUE(std::get<1>(torch::adaptive_max_pool2d(x, {3, 3})).is_cuda());
+  EXPECT_TRUE(x.flip({2}).tril().is_cuda());
+  EXPECT_TRUE(torch::upsample_bilinear2d(x, {12, 12}, false).is_cuda());
+  EXPECT_TRUE(torch::nonzero(x > 0).is_cuda());
+  auto y = x.clone();
+  y.index_put_({y > 0}, 0.f);
+  EXPECT_TRUE(y.is_cuda());
+  EXPECT_TRUE(x.index({torch::tensor({-1, 0}).to(cuda)}).is_cuda());
+  expect_equal(torch::max_pool2d(x, 2), torch::max_pool2d(x.cpu(), 2));
+}
+
 TEST_F(FakeCuda, ModulesMoveAndMixingThemFails) {
   torch::nn::Linear net(3, 2);
   auto x = torch::randn({4, 3});
