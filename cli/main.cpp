@@ -1,7 +1,6 @@
 // The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch),
 // `kiln info` (version, backends, cache) and `kiln cache clear`. Argument errors are reported by
 // CLI11 with exit status 105/106 (see --help).
-#include <dlfcn.h>
 #include <kiln/kiln.h>
 
 #include <CLI/CLI.hpp>
@@ -11,10 +10,31 @@
 #include "cli/train.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/version.h"
 
 namespace {
+
+// The GPUs the CUDA driver counts, or why there are none.
+void print_cuda_devices() {
+  namespace driver = kiln::cuda_driver;
+  if (!driver::available()) {
+    std::printf("  cuda     no GPU: %s\n", driver::unavailable_reason().c_str());
+    return;
+  }
+  try {
+    std::printf("  cuda     driver for CUDA %s, %d device(s); kernels not launched yet (no CUDA backend in the flush)\n",
+                driver::driver_version().c_str(), driver::device_count());
+    for (int i = 0; i < driver::device_count(); ++i) {
+      const driver::DeviceProperties p = driver::device_properties(i);
+      std::printf("    cuda:%d  %s, compute capability %d.%d (sm_%d%d), %d SMs, %.1f GiB\n", i, p.name.c_str(), p.major,
+                  p.minor, p.major, p.minor, p.multiprocessors, double(p.total_memory) / double(1 << 30));
+    }
+  } catch (const kiln::Error& e) {
+    std::printf("  cuda     the driver failed: %s\n", e.what());
+  }
+}
 
 void print_info() {
   std::printf("kiln %s\n", kiln::version());
@@ -25,10 +45,7 @@ void print_info() {
   } catch (const kiln::Error& e) {
     std::printf("  halide   CPU (default), but no kernel can be compiled: %s\n", e.what());
   }
-  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  std::printf("  cuda     not available in this build (NVRTC backend not implemented); CUDA driver %s\n",
-              cuda ? "found" : "not found");
-  if (cuda) dlclose(cuda);
+  print_cuda_devices();
   std::printf("           %s\n", kiln::codegen::cuda::nvrtc_summary().c_str());
   std::printf("threads: %d\n", kiln::get_num_threads());
   std::printf("cache: %s (%.1f MiB)\n", kiln::cache_root().c_str(), double(kiln::cache_size_bytes()) / (1 << 20));

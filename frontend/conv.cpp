@@ -198,7 +198,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
     }
   auto [windows, axes] = pool_windows(pool, 0.0);
   Tensor sums = sum(windows, axes);
-  Tensor out = sums / tensor(divisor, input.dtype()).view({pool.oh, pool.ow});
+  Tensor out = sums / tensor(divisor, input.dtype()).to(input.device()).view({pool.oh, pool.ow});
   return unbatch(detail::named(out, "AvgPool2DBackward0", {input}), pool.batched);
 }
 

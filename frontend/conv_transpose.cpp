@@ -150,7 +150,7 @@ Tensor pad(const Tensor& input, IntArrayRef pad, const std::string& mode, std::o
                : mode == "reflect" ? "less than"
                                    : "at most",
                mode == "replicate" ? "" : " its size", " in input ", shape_str(input));
-    if (left || right) out = index_select(out, dim, tensor(pad_table(n, left, right, mode)));
+    if (left || right) out = index_select(out, dim, tensor(pad_table(n, left, right, mode)).to(out.device()));
   }
   return out;
 }

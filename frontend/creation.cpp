@@ -20,7 +20,14 @@ void check_sizes(IntArrayRef size, const char* op) {
   for (auto d : size) KILN_CHECK(d >= 0, op, ": negative dimension ", d, " in size ", size.vec());
 }
 
+// The options of a *_like function: t's dtype and device unless `o` names others.
+TensorOptions like(const Tensor& t, TensorOptions o) {
+  if (!o.has_dtype()) o = o.dtype(t.dtype());
+  return o.has_device() ? o : o.device(t.device());
+}
+
 Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.has_device() && options.device() != t.device()) t = t.to(options.device(), t.dtype());
   if (options.requires_grad()) t.requires_grad_(true);
   return t;
 }
@@ -185,16 +192,17 @@ Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
 Tensor zeros(IntArrayRef size, const TensorOptions& o) { return full(size, 0.0, o.dtype(float_dtype(o))); }
 Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1.0, o.dtype(float_dtype(o))); }
 Tensor empty(IntArrayRef size, const TensorOptions& o) { return zeros(size, o); }
-Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
-Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), like(t, o)); }
+Tensor ones_like(const Tensor& t, const TensorOptions& o) { return ones(t.sizes(), like(t, o)); }
 Tensor empty_like(const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); }
 Tensor detail::zeros_in_memory(const Tensor& like) {
-  return from_host(like.sizes(), like.dtype(),
-                   [&](void* dst, int64_t n) { std::memset(dst, 0, size_t(n) * element_size(like.dtype())); });
+  Tensor zeros = from_host(like.sizes(), like.dtype(),
+                           [&](void* dst, int64_t n) { std::memset(dst, 0, size_t(n) * element_size(like.dtype())); });
+  // On like's device: its memory there is what the flush gives an Input node on that device.
+  zeros.unsafeGetTensorImpl()->storage->cuda_device = like.unsafeGetTensorImpl()->storage->cuda_device;
+  return zeros;
 }
-Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) {
-  return full(t.sizes(), v, o.has_dtype() ? o : o.dtype(t.dtype()));
-}
+Tensor full_like(const Tensor& t, const Scalar& v, const TensorOptions& o) { return full(t.sizes(), v, like(t, o)); }
 
 namespace {
 // As libtorch computes an int64 arange: in int64, exact (through doubles, the values near 2^53 and
@@ -316,8 +324,8 @@ Tensor bernoulli(const Tensor& probabilities) {
 }
 Tensor bernoulli(const Tensor& self, double p) { return empty_like(self).bernoulli_(p); }
 
-Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
-Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o.has_dtype() ? o : o.dtype(t.dtype())); }
+Tensor rand_like(const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), like(t, o)); }
+Tensor randn_like(const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), like(t, o)); }
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) { return from_blob(data, sizes, Deleter(), o); }
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
@@ -327,6 +335,8 @@ Tensor from_blob(void* data, IntArrayRef sizes, const Deleter& deleter, const Te
   return from_blob(data, sizes, contiguous_strides(sizes.vec()), deleter, o);
 }
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Deleter& deleter, const TensorOptions& o) {
+  KILN_CHECK(o.device_type() == kCPU, "from_blob: kiln takes host memory only, but the options name ", o.device(),
+             " (make the tensor on the CPU, then .to(device))");
   check_sizes(sizes, "from_blob");
   KILN_CHECK(strides.size() == sizes.size(), "from_blob: sizes ", sizes.vec(), " and strides ", strides.vec(),
              " differ in length");

@@ -51,7 +51,7 @@ Tensor first_maximum(const Tensor& x, const Tensor& m, const std::vector<int64_t
   Shape block(size_t(x.dim()), 1);
   int64_t entries = 1;
   for (auto d : axes) entries *= (block[size_t(d)] = x.size(d));
-  Tensor e = arange(entries, TensorOptions().dtype(dtype)).reshape(block);
+  Tensor e = arange(entries, TensorOptions().dtype(dtype).device(x.device())).reshape(block);
   Tensor m_nan = m != m;
   Tensor score = where(x == m || x != x, where(m_nan, e, -e), -std::numeric_limits<double>::infinity());
   Tensor pick = amax(score, axes, true);

@@ -1,14 +1,37 @@
 #include "frontend/device.h"
 
+#include "runtime/cuda/driver.h"
+
 namespace kiln {
 
 namespace detail {
-void require_cpu(DeviceType type, const char* what) {
-  KILN_CHECK(type == kCPU, what,
-             ": a CUDA tensor was asked for, but kiln has no CUDA backend yet, so no CUDA "
-             "device is available (torch::cuda::is_available() is false); use torch::kCPU");
+void require_device(DeviceType type, int64_t index, const char* what) {
+  if (type == kCPU) return;
+  KILN_CHECK(cuda_driver::available(), what,
+             ": a CUDA tensor was asked for, but CUDA is not available: ", cuda_driver::unavailable_reason(),
+             " (torch::cuda::is_available() is false); use torch::kCPU");
+  KILN_CHECK(index < cuda_driver::device_count(), what, ": CUDA device ", index, " was asked for, but there ",
+             cuda_driver::device_count() == 1 ? "is 1 CUDA device"
+                                              : "are " + std::to_string(cuda_driver::device_count()) + " CUDA devices");
+  // Tensors on a real GPU need the CUDA code generator (codegen/cuda) to compute them; until the
+  // flush driver has it, only the fake device of the tests holds tensors.
+  KILN_CHECK(cuda_driver::fake_device(), what, ": kiln cannot compute tensors on a CUDA device yet (its CUDA ",
+             "code generator is not in this build); use torch::kCPU");
 }
 }  // namespace detail
+
+namespace cuda {
+bool is_available() { return cuda_driver::available(); }
+int64_t device_count() { return cuda_driver::device_count(); }
+const std::string& unavailable_reason() { return cuda_driver::unavailable_reason(); }
+void synchronize(int64_t device) {
+  if (!is_available()) return;
+  if (device >= 0) return cuda_driver::synchronize(int(device));
+  for (int d = 0; d < cuda_driver::device_count(); ++d) cuda_driver::synchronize(d);
+}
+void manual_seed(uint64_t) {}
+void manual_seed_all(uint64_t) {}
+}  // namespace cuda
 
 Device::Device(const std::string& spec) {
   const size_t colon = spec.find(':');

@@ -70,7 +70,7 @@ Tensor wrapped_positions(const Tensor& index, int64_t size, int64_t dim) {
                size);
     if (i < 0) i += size, negative = true;
   }
-  return negative ? detail::copy_of_host_data(v.data(), index.sizes(), kLong) : index;
+  return negative ? detail::copy_of_host_data(v.data(), index.sizes(), kLong).to(index.device()) : index;
 }
 
 int64_t dims_consumed(const TensorIndex& i) {
@@ -264,11 +264,12 @@ void index_put_impl(const Tensor& self, const Indices& indices, const Tensor& va
       hit[size_t(row)] = 1;
     }
   const int64_t n = int64_t(targets.size());
-  Tensor target_t = detail::copy_of_host_data(targets.data(), {n}, kLong);
-  Tensor source_t = detail::copy_of_host_data(sources.data(), {n}, kLong);
+  const Device on = m.front.device();
+  Tensor target_t = detail::copy_of_host_data(targets.data(), {n}, kLong).to(on);
+  Tensor source_t = detail::copy_of_host_data(sources.data(), {n}, kLong).to(on);
   Shape mask_shape(size_t(m.front.dim()), 1);
   mask_shape[0] = n_rows;
-  Tensor mask = detail::copy_of_host_data(hit.data(), {n_rows}, kBool).reshape(mask_shape);
+  Tensor mask = detail::copy_of_host_data(hit.data(), {n_rows}, kBool).to(on).reshape(mask_shape);
   Tensor scattered =
       detail::primitive(ir::Op::IndexAdd, {zeros_like(m.front), target_t, rows.index_select(0, source_t)},
                         m.front.sizes().vec(), m.front.dtype(), detail::Attrs{{0}});
@@ -296,7 +297,7 @@ Tensor nonzero(const Tensor& x) {
     for (int64_t d = rank - 1; d >= 0 && ++at[size_t(d)] == x.size(d); --d) at[size_t(d)] = 0;
   }
   const int64_t n = rank == 0 ? int64_t(nz.size() == 1 && nz[0]) : int64_t(out.size()) / std::max<int64_t>(rank, 1);
-  return detail::copy_of_host_data(out.data(), {n, rank}, kLong);
+  return detail::copy_of_host_data(out.data(), {n, rank}, kLong).to(x.device());
 }
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {

@@ -150,7 +150,7 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes) {
   // A label out of range throws, as in libtorch, where it gave a row of zeros (when the labels
   // are computed already: checking pending ones would cost a flush).
   check_index(labels, num_classes, "one_hot", labels);
-  return (labels.unsqueeze(-1) == arange(num_classes)).to(kLong);
+  return (labels.unsqueeze(-1) == arange(num_classes, TensorOptions(kLong).device(labels.device()))).to(kLong);
 }
 
 Tensor cat(const TensorList& tensors, int64_t dim) {

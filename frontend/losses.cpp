@@ -148,7 +148,7 @@ ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Ten
   const int64_t classes = scores.size(class_dim);
   // Ignored targets read class 0 (any valid index) and are then weighted by zero.
   Tensor safe_target = where(t.ignored, Scalar(0), target_k);
-  Tensor class_indices = arange(classes, TensorOptions(kLong));
+  Tensor class_indices = arange(classes, TensorOptions(kLong).device(scores.device()));
   // A target still pending is read through the class indices (an identity map), so that a class
   // out of range fails when it is computed, as check_class_target fails at once on a computed one.
   if (!is_computed(target))
@@ -170,7 +170,8 @@ ClassTargets class_targets(const Tensor& scores, const Tensor& target, const Ten
   // and one compare per score, where int64 took 8 bytes and two compares. (The target converts once
   // per row.)
   if (classes <= (int64_t(1) << 24))
-    t.one_hot = arange(classes, TensorOptions(kFloat)).reshape(along_classes) == safe_target.to(kFloat);
+    t.one_hot =
+        arange(classes, TensorOptions(kFloat).device(scores.device())).reshape(along_classes) == safe_target.to(kFloat);
   else
     t.one_hot = class_indices.reshape(along_classes) == safe_target;
   return t;

@@ -61,8 +61,8 @@ Tensor first_max_positions(const Tensor& windows, const std::vector<int64_t>& po
   Tensor k = windows.detach().argmax(-1);  // [..., cells...]
   const int64_t cells = int64_t(positions.size()) / window;
   Shape cell_shape(k.sizes().end() - (windows.dim() - 3), k.sizes().end());
-  Tensor start = (arange(cells, kLong) * window).reshape(cell_shape);
-  return index_select(tensor(positions), 0, (k + start).reshape({-1})).reshape(k.sizes());
+  Tensor start = (arange(cells, TensorOptions(kLong).device(k.device())) * window).reshape(cell_shape);
+  return index_select(tensor(positions).to(k.device()), 0, (k + start).reshape({-1})).reshape(k.sizes());
 }
 
 // Adaptive windows along one axis: cell i covers [start(i), end(i)).
@@ -70,13 +70,13 @@ int64_t window_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out
 int64_t window_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
 
 // [out, in]: row i averages cell i's window.
-Tensor averaging_matrix(int64_t in, int64_t out, ScalarType dtype) {
+Tensor averaging_matrix(int64_t in, int64_t out, const Tensor& x) {
   std::vector<double> m(out * in, 0.0);
   for (int64_t i = 0; i < out; ++i) {
     const int64_t a = window_start(i, in, out), b = window_end(i, in, out);
     for (int64_t j = a; j < b; ++j) m[i * in + j] = 1.0 / double(b - a);
   }
-  return tensor(m, dtype).reshape({out, in});
+  return tensor(m, x.dtype()).to(x.device()).reshape({out, in});
 }
 
 // Each cell's window positions, padded to the longest window with the window's first position.
@@ -134,7 +134,8 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArray
       reads.push_back(i * pool.s + j * pool.d);
       positions.push_back(reads.back() - pool.p);
     }
-  Tensor windows = index_select(padded, 2, tensor(reads)).reshape({pool.x.size(0), pool.x.size(1), pool.out, pool.k});
+  Tensor windows = index_select(padded, 2, tensor(reads).to(padded.device()))
+                       .reshape({pool.x.size(0), pool.x.size(1), pool.out, pool.k});
   Tensor indices = first_max_positions(windows, positions);
   return {values, pool.batched ? indices : indices.squeeze(0)};
 }
@@ -148,7 +149,7 @@ Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
   const Tensor x = check_adaptive("adaptive_avg_pool1d", input, output_size, 1);
-  Tensor out = x.matmul(averaging_matrix(x.size(2), output_size[0], x.dtype()).t());
+  Tensor out = x.matmul(averaging_matrix(x.size(2), output_size[0], x).t());
   return unbatch(detail::named(out, "AdaptiveAvgPool2DBackward0", {input}), input, 1);
 }
 
@@ -156,8 +157,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   const Tensor x = check_adaptive("adaptive_avg_pool2d", input, output_size, 2);
   const int64_t h = x.size(2), w = x.size(3), oh = output_size[0], ow = output_size[1];
   if (oh == 1 && ow == 1) return unbatch(detail::named(x.mean({2, 3}, true), "MeanBackward1", {input}), input, 2);
-  Tensor rows = x.matmul(averaging_matrix(w, ow, x.dtype()).t());                     // [N, C, H, OW]
-  Tensor out = averaging_matrix(h, oh, x.dtype()).matmul(rows.reshape({-1, h, ow}));  // [N*C, OH, OW]
+  Tensor rows = x.matmul(averaging_matrix(w, ow, x).t());                     // [N, C, H, OW]
+  Tensor out = averaging_matrix(h, oh, x).matmul(rows.reshape({-1, h, ow}));  // [N*C, OH, OW]
   out = out.reshape({x.size(0), x.size(1), oh, ow});
   return unbatch(detail::named(out, "AdaptiveAvgPool2DBackward0", {input}), input, 2);
 }
@@ -167,7 +168,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef 
   const int64_t out_len = output_size[0];
   int64_t k;
   const std::vector<int64_t> table = adaptive_table(x.size(2), out_len, k);
-  Tensor windows = index_select(x, 2, tensor(table)).reshape({x.size(0), x.size(1), out_len, k});
+  Tensor windows = index_select(x, 2, tensor(table).to(x.device())).reshape({x.size(0), x.size(1), out_len, k});
   Tensor values = detail::named(detail::amax_to_first(windows, {3}), "AdaptiveMaxPool2DBackward0", {input});
   Tensor indices = first_max_positions(windows, table);
   return {unbatch(values, input, 1), unbatch(indices, input, 1)};
@@ -178,7 +179,8 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef 
   const int64_t n = x.size(0), c = x.size(1), w = x.size(3), oh = output_size[0], ow = output_size[1];
   int64_t kh, kw;
   const std::vector<int64_t> rows = adaptive_table(x.size(2), oh, kh), cols = adaptive_table(w, ow, kw);
-  Tensor gathered = index_select(index_select(x, 2, tensor(rows)), 3, tensor(cols)).reshape({n, c, oh, kh, ow, kw});
+  Tensor gathered = index_select(index_select(x, 2, tensor(rows).to(x.device())), 3, tensor(cols).to(x.device()))
+                        .reshape({n, c, oh, kh, ow, kw});
   Tensor values = detail::named(detail::amax_to_first(gathered, {3, 5}), "AdaptiveMaxPool2DBackward0", {input});
   std::vector<int64_t> positions;  // window (i, j)'s element (u, v) reads rows[i][u] * W + cols[j][v]
   for (int64_t i = 0; i < oh; ++i)

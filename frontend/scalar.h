@@ -50,15 +50,18 @@ class Scalar {
 // other input's dims), as libtorch's clone does by default.
 enum class MemoryFormat : uint8_t { Contiguous, Preserve, ChannelsLast, ChannelsLast3d };
 
-// libtorch's device names. kiln has no CUDA backend yet: naming kCUDA compiles, and asking for a
-// tensor there throws kiln::Error (torch::cuda::is_available() is false).
+// libtorch's device names. Asking for a tensor on a CUDA device where none is available throws
+// kiln::Error saying why (torch::cuda::is_available() is false).
 enum class DeviceType : uint8_t { CPU, CUDA };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
 
+class Device;  // device.h
+
 namespace detail {
-// Throws kiln::Error unless `type` is the CPU; `what` names who asked ("to", "TensorOptions").
-void require_cpu(DeviceType type, const char* what);
+// Throws kiln::Error unless a tensor can be put on device `type` (`index`, -1 for the current
+// one) here, saying why not; `what` names who asked ("to", "TensorOptions").
+void require_device(DeviceType type, int64_t index, const char* what);
 }  // namespace detail
 
 // libtorch's tensor layouts: kiln's tensors are all strided (dense, with any strides).
@@ -68,7 +71,9 @@ inline constexpr Layout kStrided = Layout::Strided;
 struct TensorOptions {
   TensorOptions() = default;
   TensorOptions(ScalarType t) : dtype_(t), has_dtype_(true) {}
-  TensorOptions(DeviceType type) { detail::require_cpu(type, "TensorOptions"); }
+  TensorOptions(DeviceType type) : device_type_(type), has_device_(true) {
+    detail::require_device(type, -1, "TensorOptions");
+  }
   TensorOptions dtype(ScalarType t) const {
     auto o = *this;
     o.dtype_ = t;
@@ -80,20 +85,30 @@ struct TensorOptions {
     o.requires_grad_ = r;
     return o;
   }
-  TensorOptions device(DeviceType type) const {
-    detail::require_cpu(type, "TensorOptions::device");
-    return *this;
+  TensorOptions device(DeviceType type, int64_t index = -1) const {
+    detail::require_device(type, index, "TensorOptions::device");
+    auto o = *this;
+    o.device_type_ = type;
+    o.device_index_ = index;
+    o.has_device_ = true;
+    return o;
   }
-  DeviceType device_type() const { return DeviceType::CPU; }
+  TensorOptions device(const Device& d) const;  // device.h
+  DeviceType device_type() const { return device_type_; }
+  Device device() const;                                // device.h
   TensorOptions layout(Layout) const { return *this; }  // strided, the only layout
   Layout layout() const { return kStrided; }
   ScalarType dtype() const { return dtype_; }
   bool has_dtype() const { return has_dtype_; }
+  bool has_device() const { return has_device_; }
   bool requires_grad() const { return requires_grad_; }
 
  private:
   ScalarType dtype_ = kFloat;
+  DeviceType device_type_ = kCPU;
+  int64_t device_index_ = -1;
   bool has_dtype_ = false;
+  bool has_device_ = false;
   bool requires_grad_ = false;
 };
 

@@ -244,17 +244,40 @@ Tensor Tensor::to(ScalarType t, bool, bool copy, std::optional<MemoryFormat> mem
   Tensor cast = detail::primitive(ir::Op::Cast, {*this}, impl().sizes, t);
   return relayout ? cast.contiguous(*memory_format) : cast;
 }
-Tensor Tensor::cuda() const {
-  detail::require_cpu(kCUDA, "cuda");
-  return *this;
+namespace {
+// A copy of x in the memory of CUDA device `cuda_device` (-1: the host). Differentiable: the
+// gradient goes back to x's device, as libtorch's `to`.
+struct ToDevice : autograd::Function<ToDevice> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, int64_t cuda_device) {
+    ctx->saved_data["from"] = int64_t(x.unsafeGetTensorImpl()->storage->cuda_device);
+    Tensor out = detail::record(ir::Op::Copy, {x}, x.sizes().vec(), x.dtype());
+    out.unsafeGetTensorImpl()->storage->cuda_device = int16_t(cuda_device);
+    return out;
+  }
+  static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {
+    return {apply(grads[0], ctx->saved_data["from"].toInt()), Tensor()};
+  }
+};
+
+Tensor to_device(const Tensor& t, const Device& device) {
+  const int64_t target = device.is_cpu() ? -1 : std::max<int64_t>(device.index(), 0);  // cuda: the current, 0
+  if (target == t.unsafeGetTensorImpl()->storage->cuda_device) return t;
+  return ToDevice::apply(t, target);
 }
+}  // namespace
+
+Device Tensor::device() const { return detail::device_of_index(impl().storage->cuda_device); }
+Tensor Tensor::cpu() const { return to_device(*this, Device(kCPU)); }
+Tensor Tensor::cuda() const { return to(Device(kCUDA, 0), dtype()); }
 Tensor Tensor::to(Device device, ScalarType t, bool non_blocking, bool copy,
                   std::optional<MemoryFormat> memory_format) const {
-  detail::require_cpu(device.type(), "to");
-  return to(t, non_blocking, copy, memory_format);
+  detail::require_device(device.type(), device.index(), "to");
+  const Tensor moved = to_device(*this, device);
+  return moved.to(t, non_blocking, copy && moved.is_same(*this), memory_format);
 }
 Tensor Tensor::to(const TensorOptions& o, bool nb, bool copy, std::optional<MemoryFormat> memory_format) const {
-  return to(o.has_dtype() ? o.dtype() : dtype(), nb, copy, memory_format);
+  const Tensor moved = o.has_device() ? to_device(*this, o.device()) : *this;
+  return moved.to(o.has_dtype() ? o.dtype() : dtype(), nb, copy && moved.is_same(*this), memory_format);
 }
 
 namespace {

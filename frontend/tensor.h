@@ -62,7 +62,7 @@ class Tensor {
   bool is_floating_point() const { return is_floating(dtype()); }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   bool is_alias_of(const Tensor& o) const;
-  TensorOptions options() const { return TensorOptions(dtype()); }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   std::string toString() const;
   TensorImpl* unsafeGetTensorImpl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
@@ -113,13 +113,14 @@ class Tensor {
   Tensor type_as(const Tensor& o) const { return to(o.dtype()); }
   Tensor clone(std::optional<MemoryFormat> memory_format = std::nullopt) const;  // nullopt: Preserve
   Tensor contiguous(MemoryFormat memory_format = MemoryFormat::Contiguous) const;
-  Tensor cpu() const { return *this; }
-  Tensor cuda() const;  // throws: kiln has no CUDA backend yet
+  Tensor cpu() const;
+  Tensor cuda() const;  // to the current CUDA device (cuda:0)
   Tensor to(Device device, ScalarType t, bool non_blocking = false, bool copy = false,
             std::optional<MemoryFormat> memory_format = std::nullopt) const;
-  Device device() const { return Device(kCPU); }
-  bool is_cpu() const { return true; }
-  bool is_cuda() const { return false; }
+  Device device() const;
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  int64_t get_device() const { return device().is_cuda() ? device().index() : -1; }
   Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
 
   // --- views (share storage) ---

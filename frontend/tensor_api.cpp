@@ -47,7 +47,7 @@ Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal
 }
 
 Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy, std::optional<MemoryFormat> memory_format) const {
-  return to(other.dtype(), non_blocking, copy, memory_format);
+  return to(other.options(), non_blocking, copy, memory_format);
 }
 
 // --- resize_ ---
@@ -143,7 +143,7 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
     seen[size_t(d)] = true;
     if (x.dim() == 0) continue;
     const int64_t n = x.size(d);
-    out = out.index_select(d, arange(n - 1, -1, -1));
+    out = out.index_select(d, arange(n - 1, -1, -1).to(x.device()));
   }
   return named(out, "FlipBackward0", {x});
 }
@@ -171,7 +171,8 @@ namespace {
 // Elements with column - row <= diagonal (lower) or >= diagonal (upper) in the last two dims.
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
   KILN_CHECK(x.dim() >= 2, op, ": input tensor must have at least 2 dimensions (got ", shape_str(x), ")");
-  const Tensor offset = arange(x.size(-1)).unsqueeze(0) - arange(x.size(-2)).unsqueeze(1);
+  const TensorOptions on_x = TensorOptions(kLong).device(x.device());
+  const Tensor offset = arange(x.size(-1), on_x).unsqueeze(0) - arange(x.size(-2), on_x).unsqueeze(1);
   const Tensor keep = lower ? offset <= diagonal : offset >= diagonal;
   return where(keep, x, zeros({}, x.dtype()));
 }

@@ -1,6 +1,8 @@
 #include "frontend/trace.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 
@@ -33,7 +35,42 @@ Tensor wrap(ir::NodePtr node) {
   return Tensor(std::move(impl));
 }
 
+namespace {
+// Host tensors that may join tensors on a CUDA device, as libtorch lets a CPU scalar: 0-dim
+// ones, and constant fills (zeros, full), which are no memory at all until a kernel reads them.
+bool device_neutral(const Storage& s, const Tensor& t) {
+  return s.cuda_device < 0 && (t.dim() == 0 || s.node->op == ir::Op::Const);
+}
+
+[[noreturn]] void mixed_devices(ir::Op op, int first, int second) {
+  std::string name = ir::op_name(op);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  throw Error(concat("Expected all tensors to be on the same device, but found at least two devices, ",
+                     device_of_index(first), " and ", device_of_index(second), "! (when checking the inputs of ", name,
+                     ")"));
+}
+
+// The device an op over `inputs` runs on (Storage::cuda_device), or kiln::Error if they are on
+// two: the one place every op passes through, so the error comes at the user's line.
+int common_device(ir::Op op, const Tensors& inputs) {
+  int device = -1;
+  bool seen = false;
+  for (const auto& t : inputs) {
+    const Storage& s = *t.unsafeGetTensorImpl()->storage;
+    if (device_neutral(s, t)) continue;
+    if (!seen) {
+      device = s.cuda_device;
+      seen = true;
+    } else if (s.cuda_device != device) {
+      mixed_devices(op, device, s.cuda_device);
+    }
+  }
+  return device;
+}
+}  // namespace
+
 Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs, bool broadcast) {
+  const int device = common_device(op, inputs);
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
@@ -44,7 +81,9 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
                                  : operand(t));
   n.ints = std::move(attrs.ints);
   n.scalar = attrs.scalar;
-  return wrap(tracer::record(std::move(n)));
+  Tensor out = wrap(tracer::record(std::move(n)));
+  out.unsafeGetTensorImpl()->storage->cuda_device = int16_t(device);
+  return out;
 }
 
 namespace {

@@ -61,9 +61,11 @@ LinearTable linear_table(int64_t in, int64_t out, bool align_corners, std::optio
 Tensor resample_linear(const Tensor& x, int64_t dim, const LinearTable& t) {
   Shape weight_shape(x.dim() - dim, 1);
   weight_shape[0] = int64_t(t.low.size());
-  Tensor low_weight = tensor(t.low_weight, x.dtype()).view(weight_shape);
-  Tensor high_weight = tensor(t.high_weight, x.dtype()).view(weight_shape);
-  return index_select(x, dim, tensor(t.low)) * low_weight + index_select(x, dim, tensor(t.high)) * high_weight;
+  const Device on = x.device();
+  Tensor low_weight = tensor(t.low_weight, x.dtype()).to(on).view(weight_shape);
+  Tensor high_weight = tensor(t.high_weight, x.dtype()).to(on).view(weight_shape);
+  return index_select(x, dim, tensor(t.low).to(on)) * low_weight +
+         index_select(x, dim, tensor(t.high).to(on)) * high_weight;
 }
 
 Tensor resample(const char* op, const Tensor& input, IntArrayRef output_size, int64_t spatial,
@@ -81,7 +83,8 @@ Tensor resample(const char* op, const Tensor& input, IntArrayRef output_size, in
     const int64_t dim = 2 + i, in = input.size(dim), size = output_size[i];
     if (mode == "nearest" || mode == "nearest-exact") {
       if (size != in || mode == "nearest-exact")
-        out = index_select(out, dim, tensor(nearest_table(in, size, scales[i], mode == "nearest-exact")));
+        out = index_select(out, dim,
+                           tensor(nearest_table(in, size, scales[i], mode == "nearest-exact")).to(out.device()));
     } else {
       out = resample_linear(out, dim,
                             input.dtype() == kFloat64 ? linear_table<double>(in, size, align_corners, scales[i])

@@ -129,7 +129,7 @@ void Module::convert(const std::function<Tensor(const Tensor&)>& conversion) {
   auto rebind = [&](Tensor& t) {
     if (!t.defined()) return;
     Tensor converted = conversion(t.detach());
-    if (converted.is_same(t)) return;
+    if (converted.unsafeGetTensorImpl()->storage == t.unsafeGetTensorImpl()->storage) return;  // unchanged
     // Point the existing tensor at the converted value; its autograd flag stays, its gradient
     // (of the old dtype) goes.
     TensorImpl& impl = *t.unsafeGetTensorImpl();
@@ -150,10 +150,13 @@ void Module::to(ScalarType dtype, bool) {
   convert([dtype](const Tensor& t) { return t.is_floating_point() ? t.to(dtype) : t; });
 }
 void Module::to(Device device, ScalarType dtype, bool non_blocking) {
-  kiln::detail::require_cpu(device.type(), "Module::to");
+  to(device, non_blocking);
   to(dtype, non_blocking);
 }
-void Module::to(Device device, bool) { kiln::detail::require_cpu(device.type(), "Module::to"); }
+void Module::to(Device device, bool) {
+  kiln::detail::require_device(device.type(), device.index(), "Module::to");
+  convert([device](const Tensor& t) { return t.to(device, t.dtype()); });
+}
 
 // --- registration ---
 

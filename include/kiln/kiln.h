@@ -7,4 +7,5 @@
 #include "frontend/optim/optim.h"
 #include "frontend/tensor.h"
 #include "runtime/config.h"
+#include "runtime/cuda/allocator.h"  // kiln::cuda::memory_allocated() and the other figures
 #include "runtime/stats.h"

@@ -41,15 +41,6 @@ using ::kiln::variable_list;
 using Variable = ::kiln::Tensor;
 }  // namespace autograd
 
-// kiln runs where it chooses; to a libtorch program there is no CUDA device.
-namespace cuda {
-inline bool is_available() { return false; }
-inline int64_t device_count() { return 0; }
-inline void manual_seed(uint64_t) {}
-inline void manual_seed_all(uint64_t) {}
-inline void synchronize(int64_t = -1) {}
-}  // namespace cuda
-
 namespace detail {
 // TORCH_CHECK's message: the caller's, or libtorch's default naming the failed condition.
 inline std::string check_message(const char* condition) {

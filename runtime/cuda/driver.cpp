@@ -1,0 +1,199 @@
+#include "runtime/cuda/driver.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace kiln::cuda_driver {
+namespace {
+
+struct Driver {
+  DriverApi api{};
+  bool available = false;
+  std::string reason;  // why not available
+  int devices = 0;
+};
+
+// The first of `names` the library exports, or null.
+void* resolve(void* library, std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (void* p = dlsym(library, name)) return p;
+  return nullptr;
+}
+
+template <typename Fn>
+bool bind(void* library, Fn*& slot, std::initializer_list<const char*> names, std::string& missing) {
+  slot = reinterpret_cast<Fn*>(resolve(library, names));
+  if (!slot && missing.empty()) missing = *names.begin();
+  return slot != nullptr;
+}
+
+// Resolves every entry point; returns the name of the first one missing, or "".
+std::string bind_all(void* lib, DriverApi& a) {
+  std::string missing;
+  bind(lib, a.cuInit, {"cuInit"}, missing);
+  bind(lib, a.cuDriverGetVersion, {"cuDriverGetVersion"}, missing);
+  bind(lib, a.cuGetErrorString, {"cuGetErrorString"}, missing);
+  bind(lib, a.cuGetErrorName, {"cuGetErrorName"}, missing);
+  bind(lib, a.cuDeviceGetCount, {"cuDeviceGetCount"}, missing);
+  bind(lib, a.cuDeviceGet, {"cuDeviceGet"}, missing);
+  bind(lib, a.cuDeviceGetName, {"cuDeviceGetName"}, missing);
+  bind(lib, a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"}, missing);
+  bind(lib, a.cuDeviceTotalMem, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"}, missing);
+  bind(lib, a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}, missing);
+  bind(lib, a.cuCtxSetCurrent, {"cuCtxSetCurrent"}, missing);
+  bind(lib, a.cuCtxSynchronize, {"cuCtxSynchronize"}, missing);
+  bind(lib, a.cuMemGetInfo, {"cuMemGetInfo_v2", "cuMemGetInfo"}, missing);
+  bind(lib, a.cuMemAlloc, {"cuMemAlloc_v2", "cuMemAlloc"}, missing);
+  bind(lib, a.cuMemFree, {"cuMemFree_v2", "cuMemFree"}, missing);
+  bind(lib, a.cuMemHostAlloc, {"cuMemHostAlloc"}, missing);
+  bind(lib, a.cuMemFreeHost, {"cuMemFreeHost"}, missing);
+  bind(lib, a.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"}, missing);
+  bind(lib, a.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync"}, missing);
+  bind(lib, a.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync"}, missing);
+  bind(lib, a.cuMemsetD8Async, {"cuMemsetD8Async"}, missing);
+  bind(lib, a.cuStreamCreate, {"cuStreamCreate"}, missing);
+  bind(lib, a.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, missing);
+  bind(lib, a.cuStreamSynchronize, {"cuStreamSynchronize"}, missing);
+  bind(lib, a.cuStreamWaitEvent, {"cuStreamWaitEvent"}, missing);
+  bind(lib, a.cuEventCreate, {"cuEventCreate"}, missing);
+  bind(lib, a.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}, missing);
+  bind(lib, a.cuEventRecord, {"cuEventRecord"}, missing);
+  bind(lib, a.cuEventQuery, {"cuEventQuery"}, missing);
+  bind(lib, a.cuEventSynchronize, {"cuEventSynchronize"}, missing);
+  bind(lib, a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
+  bind(lib, a.cuModuleLoadData, {"cuModuleLoadData"}, missing);
+  bind(lib, a.cuModuleUnload, {"cuModuleUnload"}, missing);
+  bind(lib, a.cuModuleGetFunction, {"cuModuleGetFunction"}, missing);
+  bind(lib, a.cuLaunchKernel, {"cuLaunchKernel"}, missing);
+  return missing;
+}
+
+// Opened once and never closed: the driver's threads and kernels outlive any caller.
+Driver load() {
+  Driver d;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    d.reason = "libcuda.so.1 not found: no NVIDIA driver on this machine";
+    return d;
+  }
+  if (std::string missing = bind_all(lib, d.api); !missing.empty()) {
+    d.reason = "libcuda.so.1 lacks " + missing + ": the NVIDIA driver is too old for kiln";
+    return d;
+  }
+  if (CUresult r = d.api.cuInit(0); r != CUDA_SUCCESS) {
+    // A machine with the driver but no GPU (or none visible to this process) answers cuInit so.
+    d.reason = r == CUDA_ERROR_NO_DEVICE ? "no CUDA device" : "cuInit failed: " + error_text("cuInit", r);
+    return d;
+  }
+  if (CUresult r = d.api.cuDeviceGetCount(&d.devices); r != CUDA_SUCCESS) {
+    d.reason = "cuDeviceGetCount failed: " + error_text("cuDeviceGetCount", r);
+    d.devices = 0;
+    return d;
+  }
+  if (d.devices == 0) {
+    d.reason = "no CUDA device";
+    return d;
+  }
+  d.available = true;
+  return d;
+}
+
+const Driver& instance() {
+  static const Driver d = load();
+  return d;
+}
+
+std::atomic<bool> g_fake{false};
+
+void check_index(int index) {
+  KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
+             " device(s)", available() ? "" : ": " + unavailable_reason(), ")");
+}
+
+}  // namespace
+
+bool available() { return g_fake || instance().available; }
+const std::string& unavailable_reason() {
+  static const std::string none;
+  return g_fake ? none : instance().reason;
+}
+int device_count() { return g_fake ? 1 : instance().devices; }
+void use_fake_device(bool on) { g_fake = on; }
+bool fake_device() { return g_fake; }
+
+const DriverApi& api() {
+  const Driver& d = instance();
+  KILN_CHECK(d.available, "CUDA is not available: ", d.reason);
+  return d.api;
+}
+
+std::string error_text(const char* call, CUresult result) {
+  const DriverApi& api = instance().api;
+  const char* text = nullptr;
+  const char* name = nullptr;
+  if (api.cuGetErrorString) api.cuGetErrorString(result, &text);
+  if (api.cuGetErrorName) api.cuGetErrorName(result, &name);
+  return detail::concat(call, ": ", text ? text : "unknown error", " (", name ? name : "CUresult",
+                        name ? "" : " " + std::to_string(result), ")");
+}
+
+void check(CUresult result, const char* call) {
+  if (result != CUDA_SUCCESS) throw Error(error_text(call, result));
+}
+
+DeviceProperties device_properties(int index) {
+  check_index(index);
+  DeviceProperties p;
+  p.index = index;
+  if (g_fake) {
+    p.name = "kiln's fake CUDA device (host memory)";
+    return p;
+  }
+  CUdevice dev;
+  KILN_CU(cuDeviceGet, &dev, index);
+  char name[256] = {};
+  KILN_CU(cuDeviceGetName, name, int(sizeof name) - 1, dev);
+  p.name = name;
+  KILN_CU(cuDeviceGetAttribute, &p.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  KILN_CU(cuDeviceGetAttribute, &p.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  KILN_CU(cuDeviceGetAttribute, &p.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  KILN_CU(cuDeviceTotalMem, &p.total_memory, dev);
+  return p;
+}
+
+std::string driver_version() {
+  int v = 0;
+  KILN_CU(cuDriverGetVersion, &v);
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+void set_device(int index) {
+  check_index(index);
+  if (g_fake) return;
+  // One context per device for the process (retained, never released), as the runtime API's.
+  static std::mutex mutex;
+  static std::vector<CUcontext> contexts(size_t(device_count()), nullptr);
+  CUcontext context;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!contexts[size_t(index)]) {
+      CUdevice dev;
+      KILN_CU(cuDeviceGet, &dev, index);
+      KILN_CU(cuDevicePrimaryCtxRetain, &contexts[size_t(index)], dev);
+    }
+    context = contexts[size_t(index)];
+  }
+  KILN_CU(cuCtxSetCurrent, context);
+}
+
+void synchronize(int index) {
+  set_device(index);
+  if (!g_fake) KILN_CU(cuCtxSynchronize);
+}
+
+}  // namespace kiln::cuda_driver

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# kiln's checks on a GPU machine (issue 32, "On a GPU"). Such a machine (an H100 or H200 with the
+# CUDA 13 driver and PyTorch) has none of Debian's packages, so the binaries are built on a
+# development machine and travel with the shared libraries they need:
+#
+#   scripts/gpu-check.sh pack [BUILD_DIR] [PACK]   here: BUILD_DIR's kiln_tests and kiln, and the
+#                                                  libraries ldd names (not glibc's), into PACK
+#                                                  (default .gpu/kiln-gpu.tar.xz, under 64 MiB)
+#   scripts/gpu-check.sh run [PACK]                there: unpacks PACK and runs every check below,
+#                                                  printing PASS, FAIL or NOT YET for each; exits 1
+#                                                  if one failed. With $OUT set, the log goes there.
+#
+# .gpu/ is ignored by git: name it in the device tool's `carry`, and run
+# `bash scripts/gpu-check.sh run` there.
+#
+# CPU work there runs on the interpreter (KILN_BACKEND=interp): Halide and LLVM (over 100 MiB) do
+# not travel. Checks that need what kiln does not have yet are listed as NOT YET with what is
+# missing, so the same script serves once it is there.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LIMIT=$((64 << 20))
+
+pack() {
+  local build=${1:-$ROOT/build} out=${2:-$ROOT/.gpu/kiln-gpu.tar.xz}
+  local stage
+  stage=$(mktemp -d)
+  mkdir -p "$stage/bin" "$stage/lib" "$(dirname "$out")"
+  for b in tests/kiln_tests cli/kiln; do
+    [[ -x $build/$b ]] || { echo "missing $build/$b: build it first" >&2; exit 1; }
+    cp "$build/$b" "$stage/bin/"
+  done
+  # glibc (and its loader) stay: the GPU machine's own is newer than Debian 12's 2.36.
+  ldd "$stage"/bin/* | awk '$3 ~ /^\// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+  # Fashion-MNIST for `kiln train`, once it takes --device.
+  if "$stage/bin/kiln" train --help 2>/dev/null | grep -q -- '--device'; then
+    mkdir -p "$stage/data" && cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
+  fi
+  tar -C "$stage" -cJf "$out" .
+  rm -rf "$stage"
+  local size
+  size=$(stat -c %s "$out")
+  echo "packed $out: $((size >> 20)) MiB ($(tar -tJf "$out" | grep -c '^./lib/.') libraries)"
+  ((size < LIMIT)) || { echo "over 64 MiB: it will not travel" >&2; exit 1; }
+}
+
+declare -a SUMMARY
+FAILED=0
+check() {  # check NAME COMMAND...: runs it, records PASS or FAIL
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  if "$@"; then SUMMARY+=("PASS     $name"); else SUMMARY+=("FAIL     $name"); FAILED=1; fi
+}
+not_yet() { SUMMARY+=("NOT YET  $1: $2"); }
+
+run() {
+  local pack=${1:-$ROOT/.gpu/kiln-gpu.tar.xz}
+  local dir=/tmp/kiln-gpu
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$pack" || exit 1
+  # Ours first; then the toolkit's (libnvrtc.so.13 for the CUDA code generator) if it is there.
+  export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64
+  export KILN_CACHE_DIR=$dir/cache KILN_BACKEND=interp
+  local kiln=$dir/bin/kiln tests=$dir/bin/kiln_tests
+
+  command -v nvidia-smi >/dev/null && nvidia-smi -L
+  check "kiln info" "$kiln" info
+  check "driver, allocators, devices (CudaDevice.*, FakeCuda.*)" "$tests" --gtest_filter='CudaDevice.*:FakeCuda.*'
+  if ! "$kiln" info | grep -q "cuda:0"; then
+    SUMMARY+=("FAIL     kiln info names no GPU: the rest needs one")
+    FAILED=1
+    finish
+    return
+  fi
+  if "$tests" --gtest_list_tests --gtest_filter='Cuda.*' | grep -q '^  '; then
+    check "CUDA code generation (Cuda.*)" "$tests" --gtest_filter='Cuda.*'
+  else
+    not_yet "CUDA code generation" "no Cuda.* tests in this build (codegen/cuda)"
+  fi
+  # What needs tensors computed on the GPU: the CUDA backend in the flush driver (until then,
+  # `kiln info` says that kernels are not launched yet).
+  if "$kiln" info | grep -q "kernels not launched yet"; then
+    not_yet "random programs on CUDA against the interpreter (2000, forward and backward)" "no CUDA backend in the flush"
+    not_yet "autograd, nn and optimizer tests on kCUDA" "no CUDA backend in the flush"
+  else
+    check "random programs on CUDA against the interpreter" env KILN_BACKEND=cuda "$tests" \
+      --gtest_filter='Differential.RandomProgramsMatchTheInterpreter'
+  fi
+  if "$kiln" train --help | grep -q -- '--device'; then
+    check "kiln train --device cuda" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
+  else
+    not_yet "kiln train --device cuda" "kiln train has no --device option yet"
+  fi
+  if "$kiln" bench --help | grep -q -- '--device'; then
+    check "kiln bench --device cuda" "$kiln" bench --device cuda
+  else
+    not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" "kiln bench has no --device option yet"
+  fi
+
+  finish
+}
+
+finish() {
+  echo "=== summary"
+  printf '%s\n' "${SUMMARY[@]}"
+  return $FAILED
+}
+
+case ${1:-} in
+  pack) shift; pack "$@" ;;
+  run)
+    shift
+    if [[ -n ${OUT:-} ]]; then run "$@" 2>&1 | tee "$OUT/gpu-check.log"; else run "$@"; fi
+    ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
