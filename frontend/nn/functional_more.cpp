@@ -111,7 +111,7 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
              "margin_ranking_loss: All input tensors should have same dimension but got sizes: input1: ",
              input1.sizes().vec(), ", input2: ", input2.sizes().vec(), ", target: ", target.sizes().vec());
   return reduce_loss((-target * (input1 - input2) + options.margin()).clamp_min(0), options.reduction(),
-                "margin_ranking_loss");
+                     "margin_ranking_loss");
 }
 
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& options) {

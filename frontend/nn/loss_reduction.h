@@ -1,5 +1,5 @@
-// Internal to frontend/nn (no public header includes it): a loss's reduction applied to its per-element values, the name checked
-// where the loss runs so that the error names the loss.
+// Internal to frontend/nn (no public header includes it): a loss's reduction applied to its
+// per-element values, the name checked where the loss runs so that the error names the loss.
 #pragma once
 #include "frontend/nn/enum.h"
 #include "frontend/tensor.h"
