@@ -215,11 +215,11 @@ Tensor index_impl(const Tensor& self, const Indices& indices) {
 }
 
 // Writes `value` at the positions; among repeated positions the last write wins, as libtorch's CPU
-// kernel writes them in order.
-void index_put_impl(const Tensor& self, const Indices& indices, const Tensor& value) {
+// kernel writes them in order. With `accumulate`, adds it there instead, repeated positions summed.
+void index_put_impl(const Tensor& self, const Indices& indices, const Tensor& value, bool accumulate = false) {
   Applied a = apply_indices(self, indices, "index_put_");
   if (a.dims.empty()) {
-    a.view.copy_(value);
+    a.view.copy_(accumulate ? a.view + value : value);
     return;
   }
   const Merged m = merge(a, "index_put_");
@@ -246,14 +246,22 @@ void index_put_impl(const Tensor& self, const Indices& indices, const Tensor& va
     row_shape.insert(row_shape.end(), result.begin() + int64_t(m.broadcast.size()), result.end());
     rows = value.to(self.dtype()).expand(indexed).permute(inverse).reshape(row_shape);
   }
+  std::vector<int64_t> inverse(m.order.size());
+  for (size_t d = 0; d < m.order.size(); ++d) inverse[size_t(m.order[d])] = int64_t(d);
   // The last write to each row, found on the host (the positions' values decide the result).
-  const std::vector<int64_t> flat = m.flat.to_vector<int64_t>();
   const int64_t n_rows = m.front.size(0);
+  const std::vector<int64_t> flat = m.flat.to_vector<int64_t>();
   std::vector<int64_t> last(size_t(n_rows), -1);
   for (size_t k = 0; k < flat.size(); ++k) {
     KILN_CHECK(flat[k] >= 0 && flat[k] < n_rows, "index_put_: index ", flat[k], " is out of bounds for ", n_rows,
                " rows (tensor ", detail::shape_str(self), ")");
     last[size_t(flat[k])] = int64_t(k);
+  }
+  if (accumulate) {
+    Tensor added = detail::primitive(ir::Op::IndexAdd, {m.front, m.flat, rows}, m.front.sizes().vec(), m.front.dtype(),
+                                     detail::Attrs{{0}});
+    a.view.copy_(added.reshape(m.permuted).permute(inverse));
+    return;
   }
   std::vector<int64_t> targets, sources;
   std::vector<uint8_t> hit(size_t(n_rows), 0);
@@ -274,8 +282,6 @@ void index_put_impl(const Tensor& self, const Indices& indices, const Tensor& va
       detail::primitive(ir::Op::IndexAdd, {zeros_like(m.front), target_t, rows.index_select(0, source_t)},
                         m.front.sizes().vec(), m.front.dtype(), detail::Attrs{{0}});
   Tensor written = where(mask, scattered, m.front).reshape(m.permuted);
-  std::vector<int64_t> inverse(m.order.size());
-  for (size_t d = 0; d < m.order.size(); ++d) inverse[size_t(m.order[d])] = int64_t(d);
   a.view.copy_(written.permute(inverse));
 }
 
@@ -323,6 +329,14 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 }
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Scalar& v) const {
   index_put_impl(*this, indices, scalar_value(*this, v));
+  return const_cast<Tensor&>(*this);
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& rhs, bool accumulate) const {
+  index_put_impl(*this, Indices(indices), rhs, accumulate);
+  return const_cast<Tensor&>(*this);
+}
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& rhs, bool accumulate) const {
+  index_put_impl(*this, indices, rhs, accumulate);
   return const_cast<Tensor&>(*this);
 }
 Tensor Tensor::masked_select(const Tensor& mask) const { return kiln::masked_select(*this, mask); }

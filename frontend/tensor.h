@@ -312,6 +312,9 @@ class Tensor {
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
+  // accumulate: adds rhs at the positions, repeated positions summed (libtorch's accumulate=true).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& rhs, bool accumulate) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs, bool accumulate) const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor nonzero() const;
   Tensor repeat(IntArrayRef repeats) const;

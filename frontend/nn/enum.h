@@ -33,6 +33,9 @@ KILN_ENUM_TAG(kTrilinear, "trilinear")
 KILN_ENUM_TAG(kArea, "area")
 KILN_ENUM_TAG(kConstant, "constant")
 KILN_ENUM_TAG(kBatchMean, "batchmean")
+KILN_ENUM_TAG(kMax, "max")
+KILN_ENUM_TAG(kBorder, "border")
+KILN_ENUM_TAG(kReflection, "reflection")
 #undef KILN_ENUM_TAG
 }  // namespace enumtype
 
@@ -58,6 +61,9 @@ inline constexpr enumtype::kTrilinear kTrilinear{};
 inline constexpr enumtype::kArea kArea{};
 inline constexpr enumtype::kConstant kConstant{};
 inline constexpr enumtype::kBatchMean kBatchMean{};
+inline constexpr enumtype::kMax kMax{};
+inline constexpr enumtype::kBorder kBorder{};
+inline constexpr enumtype::kReflection kReflection{};
 
 // One tag out of a fixed set (libtorch's c10::variant of enumtype tags), kept by name: only the
 // listed tags convert to it, so `padding_mode(torch::kMean)` does not compile.

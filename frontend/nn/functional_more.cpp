@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "frontend/nn/loss_reduction.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -13,13 +14,6 @@ namespace kiln::nn::functional {
 using detail::shape_str;
 
 namespace {
-Tensor reduce(const Tensor& loss, const Reduction& reduction, const char* op) {
-  const std::string& r = reduction.name();
-  if (r == "none") return loss;
-  if (r == "sum") return loss.sum();
-  KILN_CHECK(r == "mean", op, ": ", r, " is not a valid value for reduction");
-  return loss.mean();
-}
 
 // The last three dims of input split into `five`, permuted by `order` and merged into `three`
 // (pixel_shuffle and pixel_unshuffle); leading dims are kept.
@@ -103,12 +97,12 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
                           ? target.exp() * (target - input)
                           : where(target > 0, target * where(target > 0, target, 1).log(), 0) - target * input;
   if (options.reduction().is<enumtype::kBatchMean>()) return input.dim() == 0 ? loss.sum() : loss.sum() / input.size(0);
-  return reduce(loss, Reduction(options.reduction().name()), "kl_div");
+  return reduce_loss(loss, Reduction(options.reduction().name()), "kl_div");
 }
 
 Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& options) {
   check_same_shape(input, target, "soft_margin_loss");
-  return reduce((-target * input).exp().log1p(), options.reduction(), "soft_margin_loss");
+  return reduce_loss((-target * input).exp().log1p(), options.reduction(), "soft_margin_loss");
 }
 
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
@@ -116,15 +110,15 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
   KILN_CHECK(input1.dim() == target.dim() && input2.dim() == target.dim(),
              "margin_ranking_loss: All input tensors should have same dimension but got sizes: input1: ",
              input1.sizes().vec(), ", input2: ", input2.sizes().vec(), ", target: ", target.sizes().vec());
-  return reduce((-target * (input1 - input2) + options.margin()).clamp_min(0), options.reduction(),
-                "margin_ranking_loss");
+  return reduce_loss((-target * (input1 - input2) + options.margin()).clamp_min(0), options.reduction(),
+                     "margin_ranking_loss");
 }
 
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& options) {
   const Tensor zeros = zeros_like(input);
   const Tensor margin_part = where(target != 1, (options.margin() - input).clamp_min(0), zeros);
   const Tensor self_part = where(target != -1, input, zeros);
-  return reduce(margin_part + self_part, options.reduction(), "hinge_embedding_loss");
+  return reduce_loss(margin_part + self_part, options.reduction(), "hinge_embedding_loss");
 }
 
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
@@ -136,7 +130,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   const Tensor d_pos = pairwise_distance(anchor, positive, distance);
   Tensor d_neg = pairwise_distance(anchor, negative, distance);
   if (options.swap()) d_neg = minimum(d_neg, pairwise_distance(positive, negative, distance));
-  return reduce((d_pos - d_neg + options.margin()).clamp_min(0), options.reduction(), "triplet_margin_loss");
+  return reduce_loss((d_pos - d_neg + options.margin()).clamp_min(0), options.reduction(), "triplet_margin_loss");
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& options) {
@@ -147,7 +141,7 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const Poisson
     const Tensor stirling = t * t.log() - t + (t * (2 * M_PI)).log() * 0.5;
     loss = loss + where(target > 1, stirling, 0);
   }
-  return reduce(loss, options.reduction(), "poisson_nll_loss");
+  return reduce_loss(loss, options.reduction(), "poisson_nll_loss");
 }
 
 }  // namespace kiln::nn::functional

@@ -1,0 +1,124 @@
+// affine_grid and grid_sample (sampling.h) as libtorch 1.13 computes them, from kiln's ops: the
+// grid is a GEMM of a constant base grid with theta; a sample is the four (or one) neighbouring
+// pixels gathered and weighted, so gradients reach both the image (gather's ScatterAdd) and the
+// grid (through the interpolation weights).
+#include "frontend/nn/sampling.h"
+
+#include "frontend/ops.h"
+#include "frontend/trace.h"
+
+namespace kiln::nn::functional {
+
+using kiln::detail::shape_str;
+
+namespace {
+
+// n points spanning [-1, 1]: the pixels' centres with align_corners, else scaled by (n - 1) / n.
+std::vector<double> steps(int64_t n, bool align_corners) {
+  std::vector<double> v(size_t(n), 0.0);
+  for (int64_t i = 0; n > 1 && i < n; ++i) {
+    v[size_t(i)] = -1.0 + 2.0 * double(i) / double(n - 1);
+    if (!align_corners) v[size_t(i)] *= double(n - 1) / double(n);
+  }
+  return v;
+}
+
+// Grid coordinates in [-1, 1] -> pixel coordinates along an axis of `size` pixels.
+Tensor unnormalize(const Tensor& coord, int64_t size, bool align_corners) {
+  return align_corners ? (coord + 1) * (0.5 * double(size - 1)) : ((coord + 1) * double(size) - 1) * 0.5;
+}
+
+// in reflected at twice_low / 2 and twice_high / 2 until it lies between them (ATen's
+// reflect_coordinates).
+Tensor reflect(const Tensor& in, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return zeros_like(in);
+  const double low = twice_low / 2.0, span = (twice_high - twice_low) / 2.0;
+  const Tensor distance = (in - low).abs();
+  const Tensor extra = distance.fmod(span);
+  const Tensor flips = (distance / span).floor();
+  return where(flips.fmod(2) == 0, extra + low, span - extra + low);
+}
+
+Tensor source_index(const Tensor& coord, int64_t size, const GridSamplePaddingMode& padding, bool align_corners) {
+  Tensor c = unnormalize(coord, size, align_corners);
+  if (padding.is<enumtype::kBorder>()) return c.clamp(0, double(size - 1));
+  if (padding.is<enumtype::kReflection>()) {
+    c = align_corners ? reflect(c, 0, 2 * (size - 1)) : reflect(c, -1, 2 * size - 1);
+    return c.clamp(0, double(size - 1));
+  }
+  return c;
+}
+
+}  // namespace
+
+Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
+  const char* op = "affine_grid";
+  KILN_CHECK(theta.is_floating_point(), op, ": expected theta to have floating point type, got ", shape_str(theta));
+  KILN_CHECK(size.size() == 4 || size.size() == 5, op,
+             ": only 2D (size [N, C, H, W]) and 3D (size [N, C, D, H, W]) "
+             "affine grids are supported, got size ",
+             size.vec());
+  const int64_t spatial = int64_t(size.size()) - 2, n = size[0];
+  KILN_CHECK(theta.dim() == 3 && theta.size(0) == n && theta.size(1) == spatial && theta.size(2) == spatial + 1, op,
+             ": expected a batch of ", spatial, "D affine matrices of shape [", n, ", ", spatial, ", ", spatial + 1,
+             "] for size ", size.vec(), ", got theta ", shape_str(theta));
+  for (int64_t d : size) KILN_CHECK(d > 0, op, ": expected a positive size, got ", size.vec());
+  // The base grid [points, spatial + 1]: (x, y[, z], 1), x fastest.
+  const int64_t w = size.back(), h = size[size.size() - 2], depth = spatial == 3 ? size[2] : 1;
+  const std::vector<double> xs = steps(w, align_corners), ys = steps(h, align_corners),
+                            zs = steps(depth, align_corners);
+  std::vector<double> base;
+  for (int64_t k = 0; k < depth; ++k)
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j) {
+        base.insert(base.end(), {xs[size_t(j)], ys[size_t(i)]});
+        if (spatial == 3) base.push_back(zs[size_t(k)]);
+        base.push_back(1.0);
+      }
+  const int64_t points = depth * h * w;
+  const Tensor base_t = tensor(base, theta.dtype()).view({1, points, spatial + 1}).expand({n, points, spatial + 1});
+  Shape out{n};
+  if (spatial == 3) out.push_back(depth);
+  out.insert(out.end(), {h, w, spatial});
+  return base_t.bmm(theta.transpose(1, 2)).view(out);
+}
+
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options) {
+  const char* op = "grid_sample";
+  KILN_CHECK(input.dim() == 4 && grid.dim() == 4 && grid.size(3) == 2, op,
+             ": kiln samples 4D input [N, C, H, W] at "
+             "a grid [N, H_out, W_out, 2], got input ",
+             shape_str(input), " and grid ", shape_str(grid));
+  KILN_CHECK(input.size(0) == grid.size(0), op, ": expected grid and input to have same batch size, but got input ",
+             shape_str(input), " and grid ", shape_str(grid));
+  KILN_CHECK(input.is_floating_point() && grid.dtype() == input.dtype(), op,
+             ": expected input and grid of the same "
+             "floating point dtype, got input ",
+             shape_str(input), " of ", input.dtype(), " and grid ", shape_str(grid), " of ", grid.dtype());
+  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t ho = grid.size(1), wo = grid.size(2);
+  KILN_CHECK(h > 0 && w > 0, op, ": expected non-empty spatial dimensions, got input ", shape_str(input));
+  const bool align = options.align_corners().value_or(false);
+  const Tensor ix = source_index(grid.select(3, 0), w, options.padding_mode(), align);
+  const Tensor iy = source_index(grid.select(3, 1), h, options.padding_mode(), align);
+  const Tensor pixels = input.reshape({n, c, h * w});
+  // The pixels at (x, y) [N, Ho, Wo], zero where they fall outside the image, times weight.
+  auto tap = [&](const Tensor& x, const Tensor& y, const Tensor& weight) {
+    const Tensor inside = (x >= 0) & (x <= double(w - 1)) & (y >= 0) & (y <= double(h - 1));
+    const Tensor flat = y.clamp(0, double(h - 1)).to(kLong) * w + x.clamp(0, double(w - 1)).to(kLong);
+    const Tensor values = pixels.gather(2, flat.reshape({n, 1, ho * wo}).expand({n, c, ho * wo}));
+    return values * where(inside, weight, 0.0).reshape({n, 1, ho * wo});
+  };
+  Tensor out;
+  if (options.mode().is<enumtype::kNearest>()) {
+    out = tap(ix.round(), iy.round(), ones_like(ix));
+  } else {
+    const Tensor x0 = ix.floor(), y0 = iy.floor();
+    const Tensor east = ix - x0, south = iy - y0, west = 1 - east, north = 1 - south;
+    out = tap(x0, y0, west * north) + tap(x0 + 1, y0, east * north) + tap(x0, y0 + 1, west * south) +
+          tap(x0 + 1, y0 + 1, east * south);
+  }
+  return out.reshape({n, c, ho, wo});
+}
+
+}  // namespace kiln::nn::functional
