@@ -362,6 +362,15 @@ cuda::KernelSource only_kernel(const Captured& c, cuda::Layout layout) {
   return found.empty() ? cuda::KernelSource{} : found[0];
 }
 
+// The one library kernel of op `op` among `c`'s.
+cuda::KernelSource library_kernel(const Captured& c, const std::string& op) {
+  std::vector<cuda::KernelSource> found;
+  for (const auto& key : c.order)
+    if (key.rfind("L|" + op + ".", 0) == 0) found.push_back(c.sources.at(key));
+  EXPECT_EQ(found.size(), 1u) << op;
+  return found.empty() ? cuda::KernelSource{} : found[0];
+}
+
 TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
   auto add = capture([] {
     auto a = torch::randn({100}), b = torch::randn({100});
@@ -378,6 +387,18 @@ TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
                                                     (void)torch::softmax(x, 1).data_ptr<float>();
                                                   }),
                                                   cuda::Layout::BlockPerRow));
+  expect_reference("cuda_index_add.txt", library_kernel(capture([] {
+                                                          auto x = torch::randn({6, 3}, torch::requires_grad());
+                                                          auto index = torch::tensor({1, 4, 1}, torch::kLong);
+                                                          x.index_select(0, index).sum().backward();
+                                                          (void)x.grad().data_ptr<float>();
+                                                        }),
+                                                        "IndexAdd"));
+  expect_reference("cuda_argmax.txt", library_kernel(capture([] {
+                                                       auto x = torch::randn({5, 7});
+                                                       (void)x.argmax(1).data_ptr<int64_t>();
+                                                     }),
+                                                     "ArgMax"));
 }
 
 // A second cache over the same folder loads what the first compiled; a damaged entry is logged
