@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "cli/models.h"
@@ -24,6 +25,7 @@
 #include "codegen/cuda/ops.h"
 #include "codegen/cuda/source.h"
 #include "flush_capture.h"
+#include "library_program.h"
 #include "random_program.h"
 #include "runtime/config.h"
 #include "runtime/disk_cache.h"
@@ -45,7 +47,7 @@ namespace cuda = kiln::codegen::cuda;
 struct Captured {
   std::map<std::string, cuda::KernelSource> sources;
   std::vector<std::string> order;  // keys, first flushed first
-  int library_kernels = 0;
+  int library_kernels = 0;         // without CUDA source: cuBLAS calls
 };
 // Called with each kernel that has CUDA source while its nodes are live (the cache test).
 std::function<void(const fusion::Kernel&)>* on_kernel = nullptr;
@@ -181,7 +183,12 @@ TEST(Cuda, ACompileErrorNamesTheKeyAndNvrtcsLog) {
 TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
   SKIP_WITHOUT_NVRTC();
   const auto start = std::chrono::steady_clock::now();
-  Captured all = capture(training_workloads);
+  // The library kernels with source first, so that the structure limit below keeps them all.
+  Captured all = capture([] {
+    (void)library_program::run(torch::kFloat);
+    (void)library_program::run(torch::kDouble);
+  });
+  merge(all, capture(training_workloads));
   merge(all, random_program_kernels(360, 180));
   const double capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // ~50 ms of NVRTC each: 250 keep the suite within a minute on two busy cores.
@@ -192,7 +199,14 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
     if (sources.size() < limit) sources.push_back(&all.sources.at(key));
   ASSERT_GE(sources.size(), std::min<size_t>(limit, 200)) << "too few kernel structures to check";
   std::map<cuda::Layout, int> layouts;
-  for (const auto* s : sources) ++layouts[s->layout];
+  std::set<std::string> library_ops;  // of the library kernels among them: "L|<op>.<dtype>..."
+  for (const auto* s : sources) {
+    ++layouts[s->layout];
+    if (s->key.rfind("L|", 0) == 0) library_ops.insert(s->key.substr(2, s->key.find('.') - 2));
+  }
+  for (const char* op :
+       {"IndexSelect", "Gather", "IndexAdd", "ScatterAdd", "Cat", "WriteView", "AddView", "ArgMax", "ArgMin"})
+    EXPECT_TRUE(library_ops.count(op)) << "no " << op << " kernel among the structures checked";
   EXPECT_GT(layouts[cuda::Layout::Pointwise], 0);
   EXPECT_GT(layouts[cuda::Layout::BlockPerRow], 0);
   EXPECT_GT(layouts[cuda::Layout::SplitWhole], 0);
@@ -237,10 +251,11 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
   EXPECT_EQ(failed, 0);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "[cuda] %zu structures (%zu captured, %d library kernels), layouts: %d pointwise, %d thread per row, "
+      "[cuda] %zu structures (%zu captured, %zu library ops, %d cuBLAS calls), layouts: %d pointwise, %d thread per "
+      "row, "
       "%d block per row, %d split whole; %d failed; registers at most %d; %d spill (at most %d bytes); %.1f s (%.1f s "
       "capturing)\n",
-      sources.size(), all.order.size(), all.library_kernels, layouts[cuda::Layout::Pointwise],
+      sources.size(), all.order.size(), library_ops.size(), all.library_kernels, layouts[cuda::Layout::Pointwise],
       layouts[cuda::Layout::ThreadPerRow], layouts[cuda::Layout::BlockPerRow], layouts[cuda::Layout::SplitWhole],
       failed, max_registers, spilling, max_spill, seconds, capture_seconds);
 }
@@ -347,6 +362,15 @@ cuda::KernelSource only_kernel(const Captured& c, cuda::Layout layout) {
   return found.empty() ? cuda::KernelSource{} : found[0];
 }
 
+// The one library kernel of op `op` among `c`'s.
+cuda::KernelSource library_kernel(const Captured& c, const std::string& op) {
+  std::vector<cuda::KernelSource> found;
+  for (const auto& key : c.order)
+    if (key.rfind("L|" + op + ".", 0) == 0) found.push_back(c.sources.at(key));
+  EXPECT_EQ(found.size(), 1u) << op;
+  return found.empty() ? cuda::KernelSource{} : found[0];
+}
+
 TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
   auto add = capture([] {
     auto a = torch::randn({100}), b = torch::randn({100});
@@ -363,6 +387,18 @@ TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
                                                     (void)torch::softmax(x, 1).data_ptr<float>();
                                                   }),
                                                   cuda::Layout::BlockPerRow));
+  expect_reference("cuda_index_add.txt", library_kernel(capture([] {
+                                                          auto x = torch::randn({6, 3}, torch::requires_grad());
+                                                          auto index = torch::tensor({1, 4, 1}, torch::kLong);
+                                                          x.index_select(0, index).sum().backward();
+                                                          (void)x.grad().data_ptr<float>();
+                                                        }),
+                                                        "IndexAdd"));
+  expect_reference("cuda_argmax.txt", library_kernel(capture([] {
+                                                       auto x = torch::randn({5, 7});
+                                                       (void)x.argmax(1).data_ptr<int64_t>();
+                                                     }),
+                                                     "ArgMax"));
 }
 
 // A second cache over the same folder loads what the first compiled; a damaged entry is logged

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "codegen/arguments.h"
@@ -20,6 +21,7 @@
 #include "codegen/cuda/ops.h"
 #include "codegen/cuda/source.h"
 #include "flush_capture.h"
+#include "library_program.h"
 #include "random_program.h"
 #include "runtime/config.h"
 
@@ -75,8 +77,13 @@ constexpr const char* kHostCuda = R"cpp(
     std::memcpy(&d, &v, 8);
     return d;
   }
-  inline unsigned atomicAdd(unsigned* p, unsigned v) {
-    unsigned old = *p;
+  namespace kiln_host {
+  std::mutex atomic_mutex;
+  }
+  template <class T>
+  T atomicAdd(T* p, T v) {
+    std::lock_guard<std::mutex> lock(kiln_host::atomic_mutex);
+    T old = *p;
     *p += v;
     return old;
   }
@@ -103,22 +110,31 @@ constexpr const char* kHostCuda = R"cpp(
 // them (run).
 class Emulator {
  public:
-  Emulator() : dir_(std::filesystem::temp_directory_path() / ("kiln_cuda_emulation_" + std::to_string(::getpid()))) {
+  // A folder of its own per emulator: dlopen returns the library already loaded from a path.
+  Emulator()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("kiln_cuda_emulation_" + std::to_string(::getpid()) + "_" + std::to_string(instances()++))) {
     std::filesystem::create_directories(dir_);
   }
   ~Emulator() { std::filesystem::remove_all(dir_); }
 
   int compiled = 0, launched = 0;
+  std::set<std::string> library_ops;  // the ops of the library kernels learned
 
   // Records the sources of the partition's kernels and runs it on the interpreter.
   void learn(const fusion::Partition& partition) {
     for (const fusion::Kernel& k : partition.kernels) {
       if (!cuda::has_cuda_source(k)) continue;
+      if (k.kind == fusion::Kernel::Kind::Library) library_ops.insert(ir::op_name(k.library_node->op));
       const cuda::KernelSource s = cuda::kernel_source(k, cuda::fits_int32_indices(k));
       if (!names_.emplace(s.key, s.name).second) continue;
       const size_t at = s.source.find(cuda::kKernelMarker);
       // Each in a namespace of its own: the index type's typedef differs between kernels.
-      program_ += "namespace " + s.name + "_ns {\n" + s.source.substr(at) + "}\n" + wrapper(k, s);
+      program_ += "namespace " + s.name + "_ns {\n" + s.source.substr(at) + "}\n" + wrapper(k, s, s.name);
+      if (!s.init_name.empty()) {
+        program_ += wrapper(k, s, s.init_name);
+        inits_[s.key] = s.init_name;
+      }
       ++compiled;
     }
     codegen::interpreter().run(partition);
@@ -154,13 +170,20 @@ class Emulator {
  private:
   // `extern "C" void <name>_run(void** a)`: the kernel called with its arguments from an array of
   // pointers to them.
-  static std::string wrapper(const fusion::Kernel& k, const cuda::KernelSource& s) {
-    std::string call = "extern \"C\" void " + s.name + "_run(void** a) {\n  " + s.name + "_ns::" + s.name + "(";
+  static std::string wrapper(const fusion::Kernel& k, const cuda::KernelSource& s, const std::string& function) {
+    std::string call = "extern \"C\" void " + function + "_run(void** a) {\n  " + s.name + "_ns::" + function + "(";
     int n = 0;
     auto arg = [&](const std::string& type) {
       call += (n ? ", *(" : "*(") + type + "*)a[" + std::to_string(n) + "]";
       ++n;
     };
+    if (k.kind == fusion::Kernel::Kind::Library) {  // source.h: inputs, scalars, output
+      const ir::Node& n = *k.library_node;
+      for (const auto& in : n.inputs) arg(std::string("const ") + cuda::storage_type(in.node->dtype) + "*");
+      for (size_t i = 0; i < cuda::library_scalars(k).size(); ++i) arg("long long");
+      arg(std::string(cuda::storage_type(n.dtype)) + "*");
+      return call + ");\n}\n";
+    }
     codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
       using Kind = codegen::KernelArgument::Kind;
       switch (a.kind) {
@@ -194,25 +217,34 @@ class Emulator {
     };
     std::vector<Scalar> values;
     values.reserve(64);
-    codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
-      using Kind = codegen::KernelArgument::Kind;
-      Scalar v{};
-      switch (a.kind) {
-        case Kind::Input: v.p = k.reads[size_t(a.read)].node->result->data(); break;
-        case Kind::Extent: v.i = k.domain[size_t(a.dim)]; break;
-        case Kind::Offset: v.i = k.reads[size_t(a.read)].offset; break;
-        case Kind::Stride: v.i = k.reads[size_t(a.read)].strides[size_t(a.dim)]; break;
-        case Kind::Int64Const: v.i = k.nodes[size_t(a.node)].node->int_scalar; break;
-        case Kind::Float64Const: v.d = k.nodes[size_t(a.node)].node->scalar; break;
-        case Kind::Output: {
-          ir::Node& n = *k.nodes[size_t(a.node)].node;
-          n.result = make_buffer(size_t(n.numel()) * element_size(n.dtype));
-          v.p = n.result->data();
-          break;
+    if (k.kind == fusion::Kernel::Kind::Library) {
+      ir::Node& n = *k.library_node;
+      for (const auto& in : n.inputs) values.push_back(Scalar{}), values.back().p = in.node->result->data();
+      for (int64_t v : cuda::library_scalars(k)) values.push_back(Scalar{}), values.back().i = v;
+      n.result = make_buffer(size_t(n.numel()) * element_size(n.dtype));
+      values.push_back(Scalar{});
+      values.back().p = n.result->data();
+    } else {
+      codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
+        using Kind = codegen::KernelArgument::Kind;
+        Scalar v{};
+        switch (a.kind) {
+          case Kind::Input: v.p = k.reads[size_t(a.read)].node->result->data(); break;
+          case Kind::Extent: v.i = k.domain[size_t(a.dim)]; break;
+          case Kind::Offset: v.i = k.reads[size_t(a.read)].offset; break;
+          case Kind::Stride: v.i = k.reads[size_t(a.read)].strides[size_t(a.dim)]; break;
+          case Kind::Int64Const: v.i = k.nodes[size_t(a.node)].node->int_scalar; break;
+          case Kind::Float64Const: v.d = k.nodes[size_t(a.node)].node->scalar; break;
+          case Kind::Output: {
+            ir::Node& n = *k.nodes[size_t(a.node)].node;
+            n.result = make_buffer(size_t(n.numel()) * element_size(n.dtype));
+            v.p = n.result->data();
+            break;
+          }
         }
-      }
-      values.push_back(v);
-    });
+        values.push_back(v);
+      });
+    }
     // Small grids and blocks, so that grid-stride loops, several warps and several blocks all run.
     const cuda::Layout layout = cuda::layout_of(k);
     const unsigned blocks = layout == cuda::Layout::SplitWhole ? 3 : 2;
@@ -228,22 +260,36 @@ class Emulator {
     std::vector<void*> args;
     for (auto& v : values) args.push_back(&v);
     grid_(blocks, threads);
-    for (unsigned b = 0; b < blocks; ++b) {
-      block_(b);
-      std::vector<std::thread> team;
-      for (unsigned t = 0; t < threads; ++t)
-        team.emplace_back([&, t] {
-          thread_(t);
-          run(args.data());
-        });
-      for (auto& t : team) t.join();
+    auto run_grid = [&](void (*function)(void**)) {
+      for (unsigned b = 0; b < blocks; ++b) {
+        block_(b);
+        std::vector<std::thread> team;
+        for (unsigned t = 0; t < threads; ++t)
+          team.emplace_back([&, t] {
+            thread_(t);
+            function(args.data());
+          });
+        for (auto& t : team) t.join();
+      }
+    };
+    if (inits_.count(key)) {  // a scatter's first launch: the base copied into the output
+      auto init = reinterpret_cast<void (*)(void**)>(dlsym(lib_, (inits_.at(key) + "_run").c_str()));
+      ASSERT_NE(init, nullptr);
+      run_grid(init);
     }
+    run_grid(run);
     EXPECT_EQ(block_count, 0u) << "the last block leaves the counter zero";
     ++launched;
   }
 
+  static int& instances() {
+    static int count = 0;
+    return count;
+  }
+
   std::filesystem::path dir_;
   std::map<std::string, std::string> names_;  // key -> function name
+  std::map<std::string, std::string> inits_;  // key -> its first launch's function name, where it has one
   std::string program_;
   void* lib_ = nullptr;
   void (*grid_)(unsigned, unsigned) = nullptr;
@@ -307,6 +353,35 @@ TEST(Cuda, EmulatedKernelsMatchTheInterpreter) {
     EXPECT_NEAR(actual_rows[i], expected_rows[i], 1e-4 * (1 + std::abs(expected_rows[i]))) << "element " << i;
   std::printf("[cuda emulation] %d kernels compiled for the host, %d launches\n", emulator.compiled, emulator.launched);
   EXPECT_GT(emulator.compiled, 10);
+}
+
+// Every library kernel with generated source (gathers, scatters, cat, view writes, arg-reductions),
+// on odd sizes, broadcast and non-contiguous operands, repeated indices, NaN and ties, float32 and
+// float64: the emulated kernels match the interpreter.
+TEST(Cuda, EmulatedLibraryKernelsMatchTheInterpreter) {
+  if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
+  Emulator emulator;
+  const torch::Dtype dtypes[] = {torch::kFloat, torch::kDouble};
+  std::vector<std::vector<double>> expected;
+  flush_capture::with_partition_runner([&](const fusion::Partition& part) { emulator.learn(part); },
+                                       [&] {
+                                         for (auto t : dtypes) expected.push_back(library_program::run(t));
+                                       });
+  for (const char* op :
+       {"IndexSelect", "Gather", "IndexAdd", "ScatterAdd", "Cat", "WriteView", "AddView", "ArgMax", "ArgMin"})
+    EXPECT_TRUE(emulator.library_ops.count(op)) << op << " was not flushed as a library kernel";
+  emulator.build();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::vector<double> actual;
+    flush_capture::with_partition_runner([&](const fusion::Partition& part) { emulator.run(part); },
+                                         [&] { actual = library_program::run(dtypes[i]); });
+    ASSERT_EQ(actual.size(), expected[i].size());
+    const double tolerance = i == 0 ? 1e-4 : 1e-10;  // float atomics add in arrival order
+    for (size_t j = 0; j < actual.size(); ++j)
+      EXPECT_NEAR(actual[j], expected[i][j], tolerance * (1 + std::abs(expected[i][j])))
+          << "dtype " << i << " value " << j;
+  }
+  EXPECT_GT(emulator.launched, 9);
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const fusion:
   KernelSource source = kernel_source(k, index32);
   kernel->key = source.key;
   kernel->name = source.name;
+  kernel->init_name = source.init_name;
   kernel->layout = source.layout;
   const std::string entry = disk_key(source.key);
   for (const char* ext : {".cubin", ".ptx"}) {

@@ -230,9 +230,16 @@ class ReductionEmitter {
 
 }  // namespace
 
-bool has_cuda_source(const Kernel& k) { return k.kind != Kernel::Kind::Library; }
+// library.cpp
+std::string library_key(const ir::Node& n);
+std::string library_source(const ir::Node& n, const std::string& name);
+bool library_has_init(const ir::Node& n);
+int64_t library_work(const Kernel& k);
+
+bool has_cuda_source(const Kernel& k) { return k.kind != Kernel::Kind::Library || has_library_source(*k.library_node); }
 
 bool fits_int32_indices(const Kernel& k) {
+  if (k.kind == Kernel::Kind::Library) return false;  // library kernels index in 64 bits
   if (numel_of(k.domain) > kIndex32Limit) return false;
   for (const auto& r : k.reads) {
     int64_t reach = r.offset;
@@ -243,10 +250,12 @@ bool fits_int32_indices(const Kernel& k) {
   return true;
 }
 
-std::string cuda_key(const Kernel& k, bool index32) { return k.key() + (index32 ? "|idx32" : "|idx64"); }
+std::string cuda_key(const Kernel& k, bool index32) {
+  return (k.kind == Kernel::Kind::Library ? library_key(*k.library_node) : k.key()) + (index32 ? "|idx32" : "|idx64");
+}
 
 Layout layout_of(const Kernel& k) {
-  if (k.kind == Kernel::Kind::Pointwise) return Layout::Pointwise;
+  if (k.kind != Kernel::Kind::Reduction) return Layout::Pointwise;
   const bool whole = std::all_of(k.reduced.begin(), k.reduced.end(), [](bool r) { return r; });
   if (whole && !k.row_kernel()) return Layout::SplitWhole;
   if (k.narrow_rows() || (!k.reduced.empty() && !k.reduced.back())) return Layout::ThreadPerRow;
@@ -260,6 +269,13 @@ KernelSource kernel_source(const Kernel& k, bool index32) {
   s.name = function_name(s.key);
   s.layout = layout_of(k);
   s.index32 = index32;
+  if (k.kind == Kernel::Kind::Library) {
+    const ir::Node& n = *k.library_node;
+    KILN_CHECK(!index32, "cuda: library kernels index in 64 bits (", s.key, ")");
+    if (library_has_init(n)) s.init_name = s.name + "_init";
+    s.source = prelude(false) + "\n" + kKernelMarker + "// " + s.key + "\n" + library_source(n, s.name);
+    return s;
+  }
   Emitter e(k, index32);
   e.begin(s.name, s.layout == Layout::SplitWhole);
   if (s.layout == Layout::Pointwise)
@@ -277,6 +293,10 @@ LaunchDims launch_dims(const Kernel& k, int sm_count) {
   LaunchDims dims;
   const int64_t sms = std::max(sm_count, 1);
   auto blocks_for = [](int64_t work, int64_t cap) { return uint32_t(std::max<int64_t>(1, std::min(work, cap))); };
+  if (k.kind == Kernel::Kind::Library) {
+    dims.grid = blocks_for((library_work(k) + kBlockThreads - 1) / kBlockThreads, sms * 8);
+    return dims;
+  }
   int64_t rows = 1, row_length = 1;
   for (size_t d = 0; d < k.domain.size(); ++d)
     (k.kind == Kernel::Kind::Reduction && k.reduced[d] ? row_length : rows) *= k.domain[d];

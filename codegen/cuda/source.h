@@ -1,6 +1,7 @@
 // CUDA C for the kernels of a flush (fusion::Kernel, the list every backend receives), one
-// __global__ function per kernel, and what launching it takes. Library kernels (matmul: cuBLAS;
-// gathers, scatters, cat, view writes, arg-reductions) have no source here yet.
+// __global__ function per kernel, and what launching it takes. Of the library kernels, gathers,
+// scatters, cat, view writes and arg-reductions have source here (library.cpp); matmul and bmm
+// are cuBLAS calls (has_library_source says which).
 //
 // How a kernel list becomes launches (what a launcher calls, per kernel of fusion::Partition):
 //   1. if !has_cuda_source(k): run it as a library call;
@@ -16,9 +17,14 @@
 //      pointer to a zeroed uint32 counter (the kernel leaves it zero again);
 //   5. cuLaunchKernel with launch_dims(k, shape, sm_count)'s grid and block, no dynamic shared
 //      memory, on the segment's stream.
+// A library kernel with source (Layout::Pointwise, 64-bit indices) takes other arguments: a
+// device pointer per input of k.library_node (in input order), then library_scalars(k) as `long
+// long`, then the output pointer. Where init_name is set (the scatters and view writes), it is
+// launched first with the same arguments and grid (it copies the base into the output), then name.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fusion/kernel.h"
 
@@ -38,12 +44,18 @@ struct KernelSource {
   std::string source;
   Layout layout = Layout::Pointwise;
   bool index32 = false;
+  std::string init_name;  // a library kernel's first launch, where it has two (see above)
 };
 
 // The most threads of a block (launch_dims may choose fewer, a multiple of the warp size).
 constexpr int kBlockThreads = 256;
 
 bool has_cuda_source(const fusion::Kernel& k);
+// Whether a library node's kernel is generated here (not a cuBLAS call).
+bool has_library_source(const ir::Node& n);
+// A library kernel's scalar arguments: the output's sizes; per input of the node, its view's
+// offset, sizes and strides; for WriteView and AddView, the target view's offset, sizes, strides.
+std::vector<int64_t> library_scalars(const fusion::Kernel& k);
 // Whether every index the kernel computes (its domain's elements, each read's reach) fits int32
 // with room for a grid-stride loop's last step.
 bool fits_int32_indices(const fusion::Kernel& k);

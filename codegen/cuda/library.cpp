@@ -1,0 +1,312 @@
+// CUDA C for the library kernels that move or scatter elements (gathers, scatters, cat, view
+// writes, arg-reductions): one node each, every operand read through its view. The calling
+// convention is in source.h (library_scalars); the meaning is the interpreter's
+// (codegen/interpreter.cpp), element by element.
+#include <algorithm>
+#include <sstream>
+
+#include "codegen/cuda/ops.h"
+#include "codegen/cuda/source.h"
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+#include "tracer/view_attr.h"
+
+namespace kiln::codegen::cuda {
+namespace {
+
+using ir::Node;
+using ir::Op;
+
+// A view's rank and what its parameters are called: offset `<p>o`, sizes `<p>n<d>`, strides
+// `<p>s<d>`.
+struct ViewParams {
+  std::string prefix;
+  size_t rank = 0;
+  std::string size(size_t d) const { return prefix + "n" + std::to_string(d); }
+  std::string stride(size_t d) const { return prefix + "s" + std::to_string(d); }
+  std::string offset() const { return prefix + "o"; }
+};
+
+bool writes_view(Op op) { return op == Op::WriteView || op == Op::AddView; }
+bool is_scatter(Op op) { return op == Op::IndexAdd || op == Op::ScatterAdd || writes_view(op); }
+
+// The views a library node's source reads, in argument order: the output's shape (sizes only),
+// each input's view, then for a view write the target view in the output.
+std::vector<ir::View> argument_views(const Node& n) {
+  std::vector<ir::View> views{ir::View{n.shape, {}, 0}};
+  for (const auto& in : n.inputs) views.push_back(in.view);
+  if (writes_view(n.op)) views.push_back(ir::unpack_view(n.ints));
+  return views;
+}
+
+class LibraryEmitter {
+ public:
+  LibraryEmitter(const Node& node, const std::string& name) : n(node), name(name) {
+    out_shape = ViewParams{"out_", n.shape.size()};
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      inputs.push_back(ViewParams{"in" + std::to_string(i) + "_", n.inputs[i].view.sizes.size()});
+    if (writes_view(n.op)) target = ViewParams{"target_", ir::unpack_view(n.ints).sizes.size()};
+  }
+
+  std::string emit() {
+    if (is_scatter(n.op)) {
+      begin(name + "_init");
+      // The output starts as the base (input 0), read through its view at the output's coordinates.
+      loop(out_shape, [&](const std::vector<std::string>& c) {
+        line("out[i] = " + stored(load(0, view_index(inputs[0], c))) + ";");
+      });
+      end();
+    }
+    begin(name);
+    KILN_CHECK(has_library_source(n), "cuda: no library source for ", ir::op_name(n.op));
+    if (ir::op_kind(n.op) == ir::OpKind::ArgReduce)
+      emit_arg_reduce();
+    else if (n.op == Op::IndexSelect || n.op == Op::Gather)
+      emit_gather();
+    else if (n.op == Op::IndexAdd || n.op == Op::ScatterAdd)
+      emit_scatter_add();
+    else if (n.op == Op::Cat)
+      emit_cat();
+    else
+      emit_view_write();
+    end();
+    return out.str();
+  }
+
+ private:
+  void line(const std::string& text) { out << indent << text << '\n'; }
+
+  void begin(const std::string& function) {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      params.push_back(std::string("const ") + storage_type(n.inputs[i].node->dtype) + "* __restrict__ in" +
+                       std::to_string(i));
+    std::vector<ViewParams> views{out_shape};
+    views.insert(views.end(), inputs.begin(), inputs.end());
+    if (writes_view(n.op)) views.push_back(target);
+    for (size_t v = 0; v < views.size(); ++v) {
+      if (v > 0) params.push_back("long long " + views[v].offset());
+      for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].size(d));
+      if (v > 0)
+        for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].stride(d));
+    }
+    params.push_back(std::string(storage_type(n.dtype)) + "* __restrict__ out");
+    out << "extern \"C\" __global__ void __launch_bounds__(" << kBlockThreads << ") " << function << "(";
+    for (size_t i = 0; i < params.size(); ++i) out << (i ? ",\n    " : "") << params[i];
+    out << ") {\n";
+    indent = "  ";
+  }
+  void end() { out << "}\n"; }
+
+  // A grid-stride loop over the elements of `shape` (its sizes), flat index `i`, body(coords).
+  template <typename Body>
+  void loop(const ViewParams& shape, Body&& body) {
+    std::string total = "1";
+    for (size_t d = 0; d < shape.rank; ++d) total += " * " + shape.size(d);
+    line("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, total = " + total +
+         "; i < total; i += (long long)blockDim.x * gridDim.x) {");
+    indent += "  ";
+    std::vector<std::string> c(shape.rank);
+    if (shape.rank > 0) {
+      line("long long rest = i;");
+      for (size_t d = shape.rank; d-- > 0;) {
+        c[d] = "c" + std::to_string(d);
+        line("const long long " + c[d] + " = rest % " + shape.size(d) + ";");
+        if (d > 0) line("rest /= " + shape.size(d) + ";");
+      }
+    }
+    body(c);
+    indent.resize(indent.size() - 2);
+    line("}");
+  }
+
+  static std::string view_index(const ViewParams& v, const std::vector<std::string>& c) {
+    std::string index = v.offset();
+    for (size_t d = 0; d < v.rank; ++d) index += " + " + c[d] + " * " + v.stride(d);
+    return index;
+  }
+  // The flat index of coordinates `c` in the contiguous output.
+  std::string out_index(const std::vector<std::string>& c) const {
+    std::string index = "0";
+    for (size_t d = 0; d < out_shape.rank; ++d) index = "(" + index + ") * " + out_shape.size(d) + " + " + c[d];
+    return index;
+  }
+
+  // Input `i`'s element at `index`, as the output's value type.
+  Value load(size_t i, const std::string& index) const {
+    const ScalarType t = n.inputs[i].node->dtype;
+    const std::string raw = "in" + std::to_string(i) + "[" + index + "]";
+    return Value{t == kBool ? "(" + raw + " != 0)" : raw, t};
+  }
+  std::string stored(const Value& v) const {
+    const std::string x = convert(v, n.dtype);
+    return n.dtype == kBool ? "(unsigned char)" + x : x;
+  }
+  // The index operand (input 1) at `index` as int64, and a guard that skips the element when it
+  // is out of range: the interpreter raises there, a kernel cannot (such an element of a gather
+  // is 0, of a scatter is not added).
+  std::string index_value(const std::string& index, const std::string& size) {
+    line("const long long j = " + convert(load(1, index), kLong) + ";");
+    return "j >= 0 && j < " + size;
+  }
+
+  int64_t dim() const { return n.ints[0]; }
+  std::vector<std::string> with_dim(std::vector<std::string> c, const std::string& at) const {
+    c[size_t(dim())] = at;
+    return c;
+  }
+
+  // out[c] = self[c with c[dim] = index[...]]: IndexSelect takes the index at c[dim], Gather at c.
+  void emit_gather() {
+    loop(out_shape, [&](const std::vector<std::string>& c) {
+      const std::string at = n.op == Op::IndexSelect
+                                 ? inputs[1].offset() + " + " + c[size_t(dim())] + " * " + inputs[1].stride(0)
+                                 : view_index(inputs[1], c);
+      const std::string ok = index_value(at, inputs[0].size(size_t(dim())));
+      line("out[i] = " + ok + " ? " + stored(load(0, view_index(inputs[0], with_dim(c, "j")))) + " : " +
+           stored(Value{"0", kLong}) + ";");
+    });
+  }
+
+  // Adds `value` into out[index]. Float and double atomics make the sum's rounding depend on the
+  // order the threads arrive in where several sources hit one element (the interpreter adds in
+  // index order, in float64): such results vary in their last bits from run to run.
+  void accumulate(const std::string& index, const Value& value) {
+    const std::string v = convert(value, n.dtype);
+    switch (n.dtype) {
+      case kFloat:
+      case kDouble: line("atomicAdd(out + " + index + ", " + v + ");"); break;
+      case kLong:
+        line("atomicAdd(reinterpret_cast<unsigned long long*>(out + " + index + "), (unsigned long long)" + v + ");");
+        break;
+      case kBool: line("if (" + v + ") out[" + index + "] = 1;"); break;  // every writer writes 1
+    }
+  }
+
+  // IndexAdd walks src (the index at c[dim]); ScatterAdd walks the index (src at the same c).
+  void emit_scatter_add() {
+    const bool per_row = n.op == Op::IndexAdd;
+    loop(per_row ? inputs[2] : inputs[1], [&](const std::vector<std::string>& c) {
+      const std::string at = per_row ? inputs[1].offset() + " + " + c[size_t(dim())] + " * " + inputs[1].stride(0)
+                                     : view_index(inputs[1], c);
+      line("if (!(" + index_value(at, out_shape.size(size_t(dim()))) + ")) continue;");
+      accumulate(out_index(with_dim(c, "j")), load(2, view_index(inputs[2], c)));
+    });
+  }
+
+  // Each input in turn, a grid-stride loop over its elements into its window of the output.
+  void emit_cat() {
+    line("long long start = 0;");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      loop(inputs[i], [&](const std::vector<std::string>& c) {
+        line("out[" + out_index(with_dim(c, c[size_t(dim())] + " + start")) +
+             "] = " + stored(load(i, view_index(inputs[i], c))) + ";");
+      });
+      line("start += " + inputs[i].size(size_t(dim())) + ";");
+    }
+  }
+
+  // The value's elements, in row-major order, into the target view of the output (after the
+  // base's copy). WriteView's targets do not overlap (they are slices); AddView's may, and
+  // overlapping positions accumulate.
+  void emit_view_write() {
+    const ViewParams& value = inputs[1];
+    loop(target, [&](const std::vector<std::string>& c) {
+      std::string at;
+      if (value.rank == target.rank) {
+        at = view_index(value, c);
+      } else {  // another shape with as many elements: the value's coordinates from the flat index
+        line("long long value_rest = i, value_at = " + value.offset() + ";");
+        for (size_t d = value.rank; d-- > 0;) {
+          line("value_at += (value_rest % " + value.size(d) + ") * " + value.stride(d) + ";");
+          line("value_rest /= " + value.size(d) + ";");
+        }
+        at = "value_at";
+      }
+      const std::string dst = view_index(target, c);
+      if (n.op == Op::AddView)
+        accumulate(dst, load(1, at));
+      else
+        line("out[" + dst + "] = " + stored(load(1, at)) + ";");
+    });
+  }
+
+  // One thread per output element walks its line along the axis in order, in float64 as the
+  // interpreter: the first NaN wins, and ties keep the first index.
+  void emit_arg_reduce() {
+    const size_t axis = size_t(dim());
+    const bool want_max = n.op == Op::ArgMax;
+    loop(out_shape, [&](const std::vector<std::string>& c) {
+      line("const long long first = " + view_index(inputs[0], with_dim(c, "0")) + ";");
+      line("double best = 0;");
+      line("long long best_at = 0;");
+      line("for (long long p = 0; p < " + inputs[0].size(axis) + "; ++p) {");
+      line("  const double v = " + convert(load(0, "first + p * " + inputs[0].stride(axis)), kDouble) + ";");
+      line(std::string("  if (p == 0 || (!isnan(best) && (isnan(v) || v ") + (want_max ? ">" : "<") + " best))) {");
+      line("    best = v;");
+      line("    best_at = p;");
+      line("  }");
+      line("}");
+      line("out[i] = best_at;");
+    });
+  }
+
+  const Node& n;
+  const std::string name;
+  ViewParams out_shape, target;
+  std::vector<ViewParams> inputs;
+  std::ostringstream out;
+  std::string indent;
+};
+
+}  // namespace
+
+bool has_library_source(const Node& n) {
+  switch (ir::op_kind(n.op)) {
+    case ir::OpKind::ArgReduce:
+    case ir::OpKind::Gather:
+    case ir::OpKind::Cat:
+    case ir::OpKind::WriteView: return true;
+    case ir::OpKind::Matmul: return false;  // matmul and bmm are cuBLAS calls, not generated
+    case ir::OpKind::Leaf:
+    case ir::OpKind::Unary:
+    case ir::OpKind::Binary:
+    case ir::OpKind::Compare:
+    case ir::OpKind::Select:
+    case ir::OpKind::Reduce: return false;  // fused into Pointwise and Reduction kernels
+  }
+  return false;
+}
+
+std::string library_key(const Node& n) {
+  std::string key =
+      std::string("L|") + ir::op_name(n.op) + "." + dtype_name(n.dtype) + ":" + std::to_string(n.shape.size());
+  if (!writes_view(n.op)) key += "@" + std::to_string(n.ints.at(0));
+  for (const auto& in : n.inputs)
+    key += std::string("|") + dtype_name(in.node->dtype) + ":" + std::to_string(in.view.sizes.size());
+  if (writes_view(n.op)) key += "|target:" + std::to_string(ir::unpack_view(n.ints).sizes.size());
+  return key;
+}
+
+std::vector<int64_t> library_scalars(const fusion::Kernel& k) {
+  std::vector<int64_t> scalars;
+  const std::vector<ir::View> views = argument_views(*k.library_node);
+  for (size_t v = 0; v < views.size(); ++v) {
+    if (v > 0) scalars.push_back(views[v].offset);
+    scalars.insert(scalars.end(), views[v].sizes.begin(), views[v].sizes.end());
+    if (v > 0) scalars.insert(scalars.end(), views[v].strides.begin(), views[v].strides.end());
+  }
+  return scalars;
+}
+
+int64_t library_work(const fusion::Kernel& k) {
+  int64_t work = 1;
+  for (const ir::View& v : argument_views(*k.library_node)) work = std::max(work, numel_of(v.sizes));
+  return work;
+}
+
+std::string library_source(const Node& n, const std::string& name) { return LibraryEmitter(n, name).emit(); }
+
+bool library_has_init(const Node& n) { return is_scatter(n.op); }
+
+}  // namespace kiln::codegen::cuda
