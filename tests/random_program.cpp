@@ -31,7 +31,9 @@ const ListedBinary kListedBinary[] = {
 };
 const char* kUnary[] = {"exp_tanh", "log_abs", "sqrt_abs", "gelu", "gelu_tanh", "clamp", "reciprocal_abs"};
 const char* kBinary[] = {"add", "sub", "mul", "div_safe", "maximum", "minimum", "pow_abs", "where_gt"};
-const char* kReduce[] = {"sum", "mean", "amax", "amin", "var", "logsumexp", "softmax", "log_softmax", "prod"};
+const char* kReduce[] = {
+    "sum",  "mean",   "amax",    "amin",         "var",  "logsumexp", "softmax", "log_softmax",
+    "prod", "cumsum", "cumprod", "logcumsumexp", "sort", "cummax"};  // the last five: scans along a dim
 const char* kView[] = {"transpose", "permute", "narrow", "select", "unsqueeze", "expand", "flatten", "slice2"};
 
 template <size_t N>
@@ -84,6 +86,11 @@ Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
   if (op == "logsumexp") return a(0).logsumexp(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
   if (op == "softmax") return a(0).softmax(k[1]);
   if (op == "log_softmax") return a(0).log_softmax(k[1]);
+  if (op == "cumsum") return a(0).cumsum(k[1]);
+  if (op == "cumprod") return (a(0).tanh() * 0.5 + 1).cumprod(k[1]);
+  if (op == "logcumsumexp") return a(0).logcumsumexp(k[1]);
+  if (op == "sort") return std::get<0>(a(0).sort(k[1], k[0] != 0));
+  if (op == "cummax") return std::get<0>(a(0).cummax(k[1]));
   if (op == "transpose") return a(0).transpose(k[0], k[1]);
   if (op == "permute") return a(0).permute(k);
   if (op == "narrow") return a(0).narrow(k[0], k[1], k[2]);
@@ -187,7 +194,9 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
       for (int64_t d = 0; d < r; ++d)
         if (rng() % 2) dims.push_back(rng() % 2 ? d : d - r);
       if (dims.empty()) dims.push_back(int64_t(rng() % r));
-      if (op == "softmax" || op == "log_softmax" || op == "prod") dims.resize(1);
+      if (op == "softmax" || op == "log_softmax" || op == "prod" || op.rfind("cum", 0) == 0 || op == "logcumsumexp" ||
+          op == "sort")
+        dims.resize(1);
       std::vector<int64_t> ints{int64_t(rng() % 2)};
       ints.insert(ints.end(), dims.begin(), dims.end());
       in = {op, {a}, ints, {}};
