@@ -9,6 +9,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/matmul.h"
+#include "codegen/scan_sort.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
@@ -465,7 +466,9 @@ bool on_longs(const Node& n) {
     case ir::OpKind::Matmul:
     case ir::OpKind::Gather:
     case ir::OpKind::Cat:
-    case ir::OpKind::WriteView: return false;
+    case ir::OpKind::WriteView:
+    case ir::OpKind::Scan:
+    case ir::OpKind::Sort: return false;
   }
   return false;
 }
@@ -505,7 +508,9 @@ void compute_longs(Node& n) {
     case ir::OpKind::Matmul:
     case ir::OpKind::Gather:
     case ir::OpKind::Cat:
-    case ir::OpKind::WriteView: break;  // on_longs() is false for these
+    case ir::OpKind::WriteView:
+    case ir::OpKind::Scan:
+    case ir::OpKind::Sort: break;  // on_longs() is false for these
   }
 }
 
@@ -567,6 +572,8 @@ void compute(Node& n) {
       return gather(n);  // IndexSelect, Gather
     case ir::OpKind::Cat: return cat(n);
     case ir::OpKind::WriteView: return write_view(n);
+    case ir::OpKind::Scan: return run_scan(n);  // codegen/scan_sort.h, typed and parallel over rows
+    case ir::OpKind::Sort: return run_sort(n);
   }
 }
 

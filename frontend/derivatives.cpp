@@ -58,6 +58,37 @@ Tensor first_maximum(const Tensor& x, const Tensor& m, const std::vector<int64_t
   return (e == where(m_nan, pick, -pick)).to(dtype);
 }
 
+// The sum of g's entries from each one to the end along d.
+Tensor reversed_cumsum(const Tensor& g, int64_t d) { return flip(flip(g, {d}).cumsum(d), {d}); }
+
+// PyTorch's cumprod_backward, in its form for inputs with zeros (right for any input, and with no
+// test for zeros, which would read values): before the first zero z1 of a row, the gradient is
+// sum_{k >= i} g_k out_k / x_i; at z1 it is sum_{z1 <= k < z2} g_k prod_{j <= k, j != z1} x_j
+// (z2 the second zero); after z1, 0.
+Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& out, int64_t d) {
+  const Tensor is_zero = x == 0.0, zeros_so_far = is_zero.cumsum(d);
+  const Tensor before_first = zeros_so_far == 0, until_second = zeros_so_far == 1;
+  const Tensor zero = zeros_like(g), one = ones_like(x);
+  const Tensor before =
+      where(before_first, reversed_cumsum(where(before_first, g * out, zero), d) / where(before_first, x, one), zero);
+  const Tensor prefix = where(before_first, x, one).prod(d, true);  // out just before z1 (1 if z1 is first)
+  const Tensor after_first = where(logical_and(until_second, logical_not(is_zero)), x, one).cumprod(d);
+  const Tensor at_first = (after_first * where(until_second, g, zero)).sum({d}, true) * prefix;
+  return before + where(logical_and(until_second, is_zero), at_first, zero);
+}
+
+// PyTorch's logcumsumexp_backward: the positive and the negative parts of g through reversed
+// logcumsumexps, each log |g| floored at the dtype's lowest number (log 0 would give NaN there).
+Tensor logcumsumexp_backward(const Tensor& g, const Tensor& x, const Tensor& out, int64_t d) {
+  const double lowest =
+      g.dtype() == kFloat ? double(std::numeric_limits<float>::lowest()) : std::numeric_limits<double>::lowest();
+  auto reversed = [d](const Tensor& t) { return flip(flip(t, {d}).logcumsumexp(d), {d}); };
+  const Tensor log_abs = g.abs().log();
+  const Tensor positive = (reversed(where(g > 0, log_abs, lowest) - out) + x).exp();
+  const Tensor negative = (reversed(where(g < 0, log_abs, lowest) - out) + x).exp();
+  return positive - negative;
+}
+
 struct Row {
   Op op;
   Derivative d;
@@ -215,13 +246,23 @@ const Row kRows[] = {
     {Op::AddView, {"AsStridedScatterBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
        return {a.grad, as_strided(a.grad, ir::unpack_view(a.attrs.ints))};
      }}},
+    {Op::CumSum, {"CumsumBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {reversed_cumsum(a.grad, a.attrs.ints[0])}; }}},
+    {Op::CumProd, {"CumprodBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       return {cumprod_backward(a.grad, a.in[0], a.out, a.attrs.ints[0])};
+     }}},
+    {Op::LogCumSumExp, {"LogcumsumexpBackward0", kIn0, true, [](const BackwardArgs& a) -> TL {
+       return {logcumsumexp_backward(a.grad, a.in[0], a.out, a.attrs.ints[0])};
+     }}},
 };
 // clang-format on
 
 // The ops with no gradient, said so rather than left out: their results are constants, indices
 // or booleans. Every op is in kRows or here (Derivatives.EveryOpIsDeclared checks).
 const Op kNoGradient[] = {Op::Const, Op::Input, Op::Not, Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::ArgMax,
-                          Op::ArgMin};
+                          Op::ArgMin,
+                          // positions: the values gathered at them carry the gradient (scan_sort.cpp)
+                          Op::CumMaxIndex, Op::CumMinIndex, Op::SortIndex, Op::TopKIndex, Op::KthValueIndex,
+                          Op::MedianIndex, Op::ModeIndex, Op::SearchSorted};
 
 const Derivative kViewRows[] = {
     {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},

@@ -125,4 +125,16 @@ Tensor& Tensor::normal_(double mean, double std) const {
                         [&](void* data, ScalarType t, int64_t n) { detail::fill_normal(data, t, n, mean, std); });
 }
 
+// The scan's dtype must be self's, as libtorch's "Bad in-place call" says.
+Tensor& Tensor::cumsum_(int64_t dim, std::optional<ScalarType> dtype) const {
+  KILN_CHECK(!dtype || *dtype == this->dtype(), "cumsum_: Bad in-place call: input tensor dtype ", this->dtype(),
+             " and output tensor dtype ", *dtype, " should match (self ", detail::shape_str(*this), ")");
+  return assign_(kiln::cumsum(before(*this), dim, this->dtype()));
+}
+Tensor& Tensor::cumprod_(int64_t dim, std::optional<ScalarType> dtype) const {
+  KILN_CHECK(!dtype || *dtype == this->dtype(), "cumprod_: Bad in-place call: input tensor dtype ", this->dtype(),
+             " and output tensor dtype ", *dtype, " should match (self ", detail::shape_str(*this), ")");
+  return assign_(kiln::cumprod(before(*this), dim, this->dtype()));
+}
+
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include "frontend/indexing.h"
 #include "frontend/math_ops.h"
 #include "frontend/nn/enum.h"
+#include "frontend/scan_sort.h"
 #include "frontend/tensor.h"
 #include "frontend/tensor_api.h"
 #include "frontend/tensor_data.h"

@@ -38,7 +38,9 @@ bool is_pointwise(const Node& n) {
     case OpKind::Matmul:
     case OpKind::Gather:
     case OpKind::Cat:
-    case OpKind::WriteView: return false;
+    case OpKind::WriteView:
+    case OpKind::Scan:
+    case OpKind::Sort: return false;
   }
   return false;
 }

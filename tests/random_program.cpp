@@ -10,8 +10,8 @@ namespace {
 
 // The ops a program draws from, by family. Elementwise ops come from the frontend's op list
 // (frontend/elementwise_ops.def, which names every elementwise table op and composite), a one-operand
-// op applied to its operand squashed into (-2, 2) (tanh(x) * 2), so that exp, reciprocal or lgamma
-// do not overflow chains of them: outside an op's domain both backends give NaN, which compare()
+// op applied to its operand squashed into (-2, 2) (tanh(x) * 2, see squashed_for), so that exp,
+// reciprocal or lgamma do not overflow chains of them: outside an op's domain both backends give NaN, which compare()
 // accepts on both sides. Below them, the ops with parameters or domains of their own.
 struct ListedUnary {
   const char* name;
@@ -31,7 +31,9 @@ const ListedBinary kListedBinary[] = {
 };
 const char* kUnary[] = {"exp_tanh", "log_abs", "sqrt_abs", "gelu", "gelu_tanh", "clamp", "reciprocal_abs"};
 const char* kBinary[] = {"add", "sub", "mul", "div_safe", "maximum", "minimum", "pow_abs", "where_gt"};
-const char* kReduce[] = {"sum", "mean", "amax", "amin", "var", "logsumexp", "softmax", "log_softmax", "prod"};
+const char* kReduce[] = {
+    "sum",  "mean",   "amax",    "amin",         "var",  "logsumexp", "softmax", "log_softmax",
+    "prod", "cumsum", "cumprod", "logcumsumexp", "sort", "cummax"};  // the last five: scans along a dim
 const char* kView[] = {"transpose", "permute", "narrow", "select", "unsqueeze", "expand", "flatten", "slice2"};
 
 template <size_t N>
@@ -51,12 +53,19 @@ const Listed* find_listed(const Listed (&listed)[L], const std::string& name) {
   return nullptr;
 }
 
+// A one-operand op's operand, squashed into (-2, 2); into (0.5, 2.5) for the gamma family, whose
+// poles at 0 and -1 make any float32 rounding difference near them a large one in the gradient.
+Tensor squashed_for(const std::string& name, const Tensor& x) {
+  if (name == "lgamma" || name == "digamma") return x.tanh() + 1.5;
+  return x.tanh() * 2;
+}
+
 Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
   auto a = [&](int i) { return v[in.args[i]]; };
   const std::string& op = in.op;
   const auto& k = in.ints;
   if (op.rfind("unary:", 0) == 0)
-    if (const auto* u = find_listed(kListedUnary, op.substr(6))) return u->apply(a(0).tanh() * 2);
+    if (const auto* u = find_listed(kListedUnary, op.substr(6))) return u->apply(squashed_for(op.substr(6), a(0)));
   if (op.rfind("binary:", 0) == 0)
     if (const auto* b = find_listed(kListedBinary, op.substr(7))) return b->apply(a(0), a(1));
   if (op == "exp_tanh") return (a(0).tanh() * 2).exp();
@@ -84,6 +93,11 @@ Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
   if (op == "logsumexp") return a(0).logsumexp(std::vector<int64_t>(k.begin() + 1, k.end()), k[0] != 0);
   if (op == "softmax") return a(0).softmax(k[1]);
   if (op == "log_softmax") return a(0).log_softmax(k[1]);
+  if (op == "cumsum") return a(0).cumsum(k[1]);
+  if (op == "cumprod") return (a(0).tanh() * 0.5 + 1).cumprod(k[1]);
+  if (op == "logcumsumexp") return a(0).logcumsumexp(k[1]);
+  if (op == "sort") return std::get<0>(a(0).sort(k[1], k[0] != 0));
+  if (op == "cummax") return std::get<0>(a(0).cummax(k[1]));
   if (op == "transpose") return a(0).transpose(k[0], k[1]);
   if (op == "permute") return a(0).permute(k);
   if (op == "narrow") return a(0).narrow(k[0], k[1], k[2]);
@@ -187,7 +201,9 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
       for (int64_t d = 0; d < r; ++d)
         if (rng() % 2) dims.push_back(rng() % 2 ? d : d - r);
       if (dims.empty()) dims.push_back(int64_t(rng() % r));
-      if (op == "softmax" || op == "log_softmax" || op == "prod") dims.resize(1);
+      if (op == "softmax" || op == "log_softmax" || op == "prod" || op.rfind("cum", 0) == 0 || op == "logcumsumexp" ||
+          op == "sort")
+        dims.resize(1);
       std::vector<int64_t> ints{int64_t(rng() % 2)};
       ints.insert(ints.end(), dims.begin(), dims.end());
       in = {op, {a}, ints, {}};

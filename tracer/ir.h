@@ -25,7 +25,21 @@ inline constexpr int kOpCount = 0
 #include "tracer/ops.def"
 #undef X
     ;
-enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Reduce, ArgReduce, Matmul, Gather, Cat, WriteView };
+enum class OpKind : uint8_t {
+  Leaf,
+  Unary,
+  Binary,
+  Compare,
+  Select,
+  Reduce,
+  ArgReduce,
+  Matmul,
+  Gather,
+  Cat,
+  WriteView,
+  Scan,  // Scan and Sort: library routines over rows (codegen/scan_sort.h)
+  Sort
+};
 
 // An op's traits (tracer/ops.def says what each means).
 enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4, kInt64 = 8 };

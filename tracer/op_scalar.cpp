@@ -90,7 +90,18 @@ double scalar_op(Op op, double a, double b, ScalarType operands) {
     case Op::ScatterAdd:
     case Op::Cat:
     case Op::WriteView:
-    case Op::AddView: break;
+    case Op::AddView:
+    case Op::CumSum:
+    case Op::CumProd:
+    case Op::LogCumSumExp:
+    case Op::CumMaxIndex:
+    case Op::CumMinIndex:
+    case Op::SortIndex:
+    case Op::TopKIndex:
+    case Op::KthValueIndex:
+    case Op::MedianIndex:
+    case Op::ModeIndex:
+    case Op::SearchSorted: break;
   }
   not_elementwise(op, "an elementwise op");
 }

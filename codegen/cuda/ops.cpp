@@ -125,7 +125,18 @@ std::string float_op(const ir::Node& n, ScalarType t, const std::vector<Value>& 
     case Op::ScatterAdd:
     case Op::Cat:
     case Op::WriteView:
-    case Op::AddView: break;
+    case Op::AddView:
+    case Op::CumSum:
+    case Op::CumProd:
+    case Op::LogCumSumExp:
+    case Op::CumMaxIndex:
+    case Op::CumMinIndex:
+    case Op::SortIndex:
+    case Op::TopKIndex:
+    case Op::KthValueIndex:
+    case Op::MedianIndex:
+    case Op::ModeIndex:
+    case Op::SearchSorted: break;
   }
   throw Error(detail::concat("cuda: ", ir::op_name(n.op), " is not an elementwise op"));
 }
