@@ -111,6 +111,8 @@ TEST(Dtypes, ResultTypesOfMixedOperandsAreLibtorchs) {
       {"half / half", tensor({7}, torch::kHalf) / tensor({3}, torch::kHalf), torch::kHalf, 2.333984375},
       {"bfloat16 + half", tensor({1}, torch::kBFloat16) + tensor({1}, torch::kHalf), torch::kFloat, 2},
       {"int8 fmod", torch::fmod(tensor({-7}, torch::kInt8), tensor({2}, torch::kInt8)), torch::kInt8, -1},
+      {"int8 remainder (the divisor's sign)", torch::remainder(tensor({-7}, torch::kInt8), tensor({2}, torch::kInt8)),
+       torch::kInt8, 1},
       {"int8 * true", tensor({3}, torch::kInt8) * true, torch::kInt8, 3},
       {"bool + 1", tensor({true}) + 1, torch::kLong, 2},
       {"int8 sign", tensor({-3}, torch::kInt8).sign(), torch::kInt8, -1},

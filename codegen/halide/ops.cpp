@@ -70,18 +70,23 @@ Expr to_value(Expr e, ScalarType t) {
   if (t == kBFloat16) return reinterpret(Float(32), cast(UInt(32), e) << 16);
   return e.type() == value_type(t) ? e : cast(value_type(t), e);
 }
+// Whether a float32 is NaN, on its bits (Halide 14's float16 conversion loses NaN, giving infinity).
+Expr float32_nan(Expr e) {
+  return (reinterpret(UInt(32), e) & Expr(uint32_t(0x7fffffffu))) > Expr(uint32_t(0x7f800000u));
+}
 Expr to_storage(Expr e, ScalarType t) {
   if (t == kBFloat16) return cast(UInt(16), reinterpret(UInt(32), e) >> 16);  // already rounded
+  if (t == kHalf) return select(float32_nan(e), reinterpret(Float(16), Expr(uint16_t(0x7e00))), cast(Float(16), e));
   return e.type() == storage_type(t) ? e : cast(storage_type(t), e);
 }
 Expr round_to_dtype(Expr e, ScalarType t) {
-  if (is_narrow_integer(t) || t == kHalf) return cast(value_type(t), cast(storage_type(t), e));
+  if (is_narrow_integer(t)) return cast(value_type(t), cast(storage_type(t), e));
+  if (t == kHalf) return select(float32_nan(e), e, cast(Float(32), cast(Float(16), e)));
   if (t != kBFloat16) return e;
   // To nearest even on the bits, NaN to the quiet NaN c10::BFloat16 gives.
   Expr bits = reinterpret(UInt(32), e);
   Expr rounded = (bits + (Expr(uint32_t(0x7fff)) + ((bits >> 16) & Expr(uint32_t(1))))) & Expr(uint32_t(0xffff0000u));
-  Expr nan = (bits & Expr(uint32_t(0x7fffffffu))) > Expr(uint32_t(0x7f800000u));
-  return reinterpret(Float(32), select(nan, Expr(uint32_t(0x7fc00000u)), rounded));
+  return reinterpret(Float(32), select(float32_nan(e), Expr(uint32_t(0x7fc00000u)), rounded));
 }
 Expr convert(Expr e, ScalarType to) {
   Type t = value_type(to);
