@@ -48,7 +48,7 @@ void for_each_argument(const fusion::Kernel& k, Visit&& visit) {
   for (size_t i = 0; i < k.nodes.size(); ++i) {
     const ir::Node& n = *k.nodes[i].node;
     if (n.op == ir::Op::Const)
-      visit(KernelArgument{n.dtype == kLong ? Kind::Int64Const : Kind::Float64Const, -1, -1, int(i)});
+      visit(KernelArgument{is_integer(n.dtype) ? Kind::Int64Const : Kind::Float64Const, -1, -1, int(i)});
   }
   for (int o : k.outputs) visit(KernelArgument{Kind::Output, -1, -1, o});
 }

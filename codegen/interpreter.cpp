@@ -25,15 +25,7 @@ using ir::Op;
 using ir::Operand;
 using Values = std::vector<double>;
 
-double load(const void* base, ScalarType t, int64_t i) {
-  switch (t) {
-    case kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
-    case kLong: return double(static_cast<const int64_t*>(base)[i]);
-    case kFloat: return static_cast<const float*>(base)[i];
-    case kDouble: return static_cast<const double*>(base)[i];
-  }
-  return 0;
-}
+double load(const void* base, ScalarType t, int64_t i) { return read_element<double>(base, t, i); }
 
 // Calls run(offset in a, offset in b) at the start of each innermost run of `sizes` (rank >= 1),
 // in row-major order, walking two strided layouts of the same sizes together.
@@ -77,7 +69,7 @@ void for_each_offset(const Shape& sizes, const Shape& strides, int64_t offset, F
   for_each_offset2(sizes, strides, offset, strides, offset, [&](int64_t a, int64_t) { f(a); });
 }
 
-// An operand's elements in row-major order: as float64, or (T = int64_t, an int64 operand's) as
+// An operand's elements in row-major order: as float64, or (T = int64_t, an integer operand's) as
 // they are.
 template <typename T = double>
 std::vector<T> read(const Operand& o) {
@@ -88,36 +80,23 @@ std::vector<T> read(const Operand& o) {
   const void* base = src.result->data();
   for_each_offset(o.view.sizes, o.view.strides, o.view.offset, [&](int64_t off) {
     if constexpr (std::is_same_v<T, int64_t>)
-      v.push_back(static_cast<const int64_t*>(base)[off]);
+      v.push_back(read_element<int64_t>(base, src.dtype, off));
     else
       v.push_back(load(base, src.dtype, off));
   });
   return v;
 }
 
-// A float64 as int64, truncated; NaN and values out of range give INT64_MIN, as x86's conversion
-// (and so Halide's kernels and PyTorch on this CPU) does, where C++ leaves them undefined.
-int64_t to_long(double v) {
-  constexpr double limit = 9223372036854775808.0;  // 2^63
-  return v >= -limit && v < limit ? int64_t(v) : std::numeric_limits<int64_t>::min();
-}
-
+// Rounds each value to the node's dtype: floats to nearest (float16 and bfloat16 through float32,
+// as PyTorch computes them); integers truncate and wrap to their width, NaN and values beyond int64
+// giving INT64_MIN's wrap, as x86's conversion (and so Halide's kernels and PyTorch on this CPU)
+// does, where C++ leaves them undefined.
 void store(Node& n, const Values& v) {
   n.result = make_buffer(n.numel() * element_size(n.dtype));
   void* out = n.result->data();
   const int64_t count = n.numel();
-  switch (n.dtype) {
-    case kBool:
-      for (int64_t i = 0; i < count; ++i) static_cast<uint8_t*>(out)[i] = v[i] != 0;
-      break;
-    case kLong:
-      for (int64_t i = 0; i < count; ++i) static_cast<int64_t*>(out)[i] = to_long(v[i]);
-      break;
-    case kFloat:
-      for (int64_t i = 0; i < count; ++i) static_cast<float*>(out)[i] = float(v[i]);
-      break;
-    case kDouble: std::memcpy(out, v.data(), count * sizeof(double)); break;
-  }
+  if (n.dtype == kDouble) return void(std::memcpy(out, v.data(), count * sizeof(double)));
+  for (int64_t i = 0; i < count; ++i) write_element(out, n.dtype, i, v[i]);
 }
 
 // Element strides of `shape` with the axes in `axes` zeroed: maps an input index to its output.
@@ -442,25 +421,29 @@ void write_view(Node& n) {
   store(n, out);
 }
 
-// The int64 path: ops on int64 operands only, computed in int64 with two's-complement wrapping.
+// The integer path: ops on integer operands only, computed in int64 with two's-complement
+// wrapping, each result wrapped to its dtype's width (as C++ computes int8 ... int32 in int and
+// converts back).
 using Longs = std::vector<int64_t>;
 
 void store_longs(Node& n, const Longs& v) {
-  n.result = make_buffer(n.numel() * sizeof(int64_t));
-  std::memcpy(n.result->data(), v.data(), v.size() * sizeof(int64_t));
+  n.result = make_buffer(n.numel() * element_size(n.dtype));
+  if (n.dtype == kLong) return void(std::memcpy(n.result->data(), v.data(), v.size() * sizeof(int64_t)));
+  for (size_t i = 0; i < v.size(); ++i) write_integer_element(n.result->data(), n.dtype, int64_t(i), v[i]);
 }
 
-bool is_long(const Operand& o) { return o.node->dtype == kLong; }
+bool is_long(const Operand& o) { return is_integer(o.node->dtype); }
 
-// Whether n runs on the int64 path: its result and the operands it computes with are int64.
+// Whether n runs on the integer path: its result and the operands it computes with are integers.
 bool on_longs(const Node& n) {
+  const bool integer = is_integer(n.dtype);
   switch (ir::op_kind(n.op)) {
-    case ir::OpKind::Unary: return n.dtype == kLong && is_long(n.inputs[0]) && ir::has_wrapping_form(n.op);
+    case ir::OpKind::Unary: return integer && is_long(n.inputs[0]) && ir::has_wrapping_form(n.op);
     case ir::OpKind::Binary:
-      return n.dtype == kLong && is_long(n.inputs[0]) && is_long(n.inputs[1]) && ir::has_wrapping_form(n.op);
+      return integer && is_long(n.inputs[0]) && is_long(n.inputs[1]) && ir::has_wrapping_form(n.op);
     case ir::OpKind::Compare: return is_long(n.inputs[0]) && is_long(n.inputs[1]);
-    case ir::OpKind::Select: return n.dtype == kLong && is_long(n.inputs[1]) && is_long(n.inputs[2]);
-    case ir::OpKind::Reduce: return n.dtype == kLong && is_long(n.inputs[0]);
+    case ir::OpKind::Select: return integer && is_long(n.inputs[1]) && is_long(n.inputs[2]);
+    case ir::OpKind::Reduce: return integer && is_long(n.inputs[0]);
     case ir::OpKind::Leaf:
     case ir::OpKind::ArgReduce:
     case ir::OpKind::Matmul:
@@ -514,17 +497,16 @@ void compute_longs(Node& n) {
   }
 }
 
-// int64 to float32 in one rounding (through float64 it was two: 2^62 + 2^38 + 1 came out one
-// float below PyTorch's value).
+// Integers to float32 (and float16, bfloat16 through it) in one rounding (through float64 it was
+// two: 2^62 + 2^38 + 1 came out one float below PyTorch's value).
 void longs_to_floats(Node& n) {
   const Longs x = read<int64_t>(n.inputs[0]);
-  n.result = make_buffer(x.size() * sizeof(float));
-  float* out = static_cast<float*>(n.result->data());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = float(x[i]);
+  n.result = make_buffer(x.size() * element_size(n.dtype));
+  for (size_t i = 0; i < x.size(); ++i) write_integer_element(n.result->data(), n.dtype, int64_t(i), x[i]);
 }
 
 void constant(Node& n) {
-  if (n.dtype == kLong) return store_longs(n, Longs(size_t(n.numel()), n.int_scalar));  // exact
+  if (is_integer(n.dtype)) return store_longs(n, Longs(size_t(n.numel()), n.int_scalar));  // exact
   store(n, Values(n.numel(), n.scalar));
 }
 
@@ -554,7 +536,8 @@ void where(Node& n) {
 // so a new one needs nothing here; a new kind does not compile until it is handled.
 void compute(Node& n) {
   if (on_longs(n)) return compute_longs(n);
-  if (n.op == Op::Cast && n.dtype == kFloat && is_long(n.inputs[0])) return longs_to_floats(n);
+  if (n.op == Op::Cast && (n.dtype == kFloat || is_reduced_float(n.dtype)) && is_long(n.inputs[0]))
+    return longs_to_floats(n);
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::Leaf:
       if (n.op == Op::Input) throw Error("interpreter: input node without data");

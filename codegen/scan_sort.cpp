@@ -87,7 +87,14 @@ void with_element_type(ScalarType t, F&& f) {
     case ScalarType::Long: return f(int64_t());
     case ScalarType::Float: return f(float());
     case ScalarType::Double: return f(double());
+    case ScalarType::Byte:
+    case ScalarType::Char:
+    case ScalarType::Short:
+    case ScalarType::Int:
+    case ScalarType::Half:
+    case ScalarType::BFloat16: break;  // the frontend widens these (frontend/scan_sort.cpp)
   }
+  throw Error(detail::concat("scan_sort: no routine for ", dtype_name(t), " (the frontend widens it)"));
 }
 
 template <typename T>

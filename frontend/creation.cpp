@@ -43,12 +43,10 @@ Tensor from_host(IntArrayRef size, ScalarType dtype, F&& fill) {
 template <typename Src>
 void convert_into(void* dst, ScalarType t, const Src* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    switch (t) {
-      case kBool: static_cast<uint8_t*>(dst)[i] = src[i] != Src(0); break;
-      case kLong: static_cast<int64_t*>(dst)[i] = int64_t(src[i]); break;
-      case kFloat: static_cast<float*>(dst)[i] = float(src[i]); break;
-      case kDouble: static_cast<double*>(dst)[i] = double(src[i]); break;
-    }
+    if constexpr (std::is_integral_v<Src>)
+      write_integer_element(dst, t, i, int64_t(src[i]));
+    else
+      write_element(dst, t, i, double(src[i]));
   }
 }
 
@@ -145,13 +143,27 @@ void uniform_into(T* data, int64_t n, double from, double to) {
 
 namespace detail {
 // Fills a host buffer of `dtype` with U(from, to) or N(mean, std) values (used by nn::init too).
+// float16 and bfloat16 draw float32 values (one draw per element, as libtorch) and round them.
+void round_floats_into(void* data, ScalarType dtype, const std::vector<float>& drawn) {
+  for (size_t i = 0; i < drawn.size(); ++i) write_element(data, dtype, int64_t(i), drawn[i]);
+}
 void fill_uniform(void* data, ScalarType dtype, int64_t n, double from, double to) {
   KILN_CHECK(is_floating(dtype), "uniform_: expected a floating point tensor, got ", dtype);
+  if (is_reduced_float(dtype)) {
+    std::vector<float> drawn(size_t(std::max<int64_t>(n, 0)));
+    uniform_into(drawn.data(), n, from, to);
+    return round_floats_into(data, dtype, drawn);
+  }
   dtype == kFloat ? uniform_into(static_cast<float*>(data), n, from, to)
                   : uniform_into(static_cast<double*>(data), n, from, to);
 }
 void fill_normal(void* data, ScalarType dtype, int64_t n, double mean, double stdv) {
   KILN_CHECK(is_floating(dtype), "normal_: expected a floating point tensor, got ", dtype);
+  if (is_reduced_float(dtype)) {
+    std::vector<float> drawn(size_t(std::max<int64_t>(n, 0)));
+    normal_into(drawn.data(), n, mean, stdv);
+    return round_floats_into(data, dtype, drawn);
+  }
   dtype == kFloat ? normal_into(static_cast<float*>(data), n, mean, stdv)
                   : normal_into(static_cast<double*>(data), n, mean, stdv);
 }

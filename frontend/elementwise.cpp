@@ -13,10 +13,8 @@ using detail::primitive;
 
 // --- promotion and broadcasting ---
 
-namespace {
-
 // PyTorch's rule: a higher category (bool < integer < floating) wins; within one category a
-// tensor with dimensions decides over a zero-dimensional one.
+// tensor with dimensions decides over a zero-dimensional one (libtorch's combine_categories).
 ScalarType result_type(const Tensor& a, const Tensor& b) {
   if ((a.dim() > 0) == (b.dim() > 0)) return promote(a.dtype(), b.dtype());
   const Tensor& dimensioned = a.dim() > 0 ? a : b;
@@ -24,6 +22,20 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
   return dtype_category(zero_dim.dtype()) > dtype_category(dimensioned.dtype()) ? zero_dim.dtype()
                                                                                  : dimensioned.dtype();
 }
+// A number is weaker still: it decides only where its category is higher, as int64 or the default
+// float dtype.
+ScalarType result_type(const Tensor& a, const Scalar& b) {
+  const ScalarType t = a.dtype();
+  if (dtype_category(b.type()) <= dtype_category(t)) return t;
+  return b.isFloatingPoint() ? get_default_dtype_as_scalartype() : promote(t, b.type());
+}
+ScalarType result_type(const Scalar& a, const Tensor& b) { return result_type(b, a); }
+ScalarType result_type(const Scalar& a, const Scalar& b) {
+  if (a.isFloatingPoint() || b.isFloatingPoint()) return get_default_dtype_as_scalartype();
+  return promote(a.type(), b.type());
+}
+
+namespace {
 
 Shape broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
   const int64_t rank = std::max(a.size(), b.size());
@@ -41,12 +53,9 @@ Shape broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
 Shape broadcast(const Tensor& a, const Tensor& b, const char* op) { return broadcast(a.sizes(), b.sizes(), op); }
 
 // A number as a zero-dim tensor of the type it takes next to `like` (PyTorch's wrapped numbers:
-// a float next to an integer tensor is float32, the default dtype).
-const Tensor& wrap_scalar(const Scalar& s, const Tensor& like) {
-  ScalarType t = like.dtype();
-  if (dtype_category(s.type()) > dtype_category(t)) t = s.type() == kDouble ? kFloat : kLong;
-  return detail::constant(s, t);
-}
+// within the tensor's category the tensor's dtype, int8 + 1000 staying int8; a float next to an
+// integer tensor is the default dtype).
+const Tensor& wrap_scalar(const Scalar& s, const Tensor& like) { return detail::constant(s, result_type(like, s)); }
 
 Tensor float_input(const Tensor& x) { return x.is_floating_point() ? x : x.to(kFloat); }
 
@@ -68,8 +77,8 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b, const char* name) {
   ScalarType t = result_type(a, b);
   // True division, and ops without an int64 form, compute integers in float32 (int64 ** int64
   // stays int64, computed in float64).
-  const bool integral_form = op != Op::Div && (ir::facts(op).has(ir::kInt64) || (op == Op::Pow && t == kLong));
-  if (!is_floating(t) && !integral_form) t = kFloat;
+  const bool integral_form = op != Op::Div && (ir::facts(op).has(ir::kInt64) || (op == Op::Pow && is_integer(t)));
+  if (!is_floating(t) && !integral_form) t = get_default_dtype_as_scalartype();
   KILN_CHECK(!(op == Op::Sub && (a.dtype() == kBool || b.dtype() == kBool)), name,
              ": subtraction, the `-` operator, with a bool tensor is not supported (", detail::shape_str(a), " and ",
              detail::shape_str(b),

@@ -32,9 +32,8 @@ Tensor before(const Tensor& self) {
 // and truncated here). fill_, masked_fill_ and copy_ cast their value, as libtorch's do.
 Tensor& write(const Tensor& self, const Tensor& result, const char* op) {
   const ScalarType from = result.dtype(), to = self.dtype();
-  KILN_CHECK((is_floating(to) || !is_floating(from)) && (to != kBool || from == kBool), op, ": result type ",
-             dtype_name(from), " can't be cast to the desired output type ", dtype_name(to), " (self ",
-             detail::shape_str(self), ")");
+  KILN_CHECK(can_cast(from, to), op, ": result type ", dtype_name(from), " can't be cast to the desired output type ",
+             dtype_name(to), " (self ", detail::shape_str(self), ")");
   return self.assign_(result);
 }
 }  // namespace

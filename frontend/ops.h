@@ -149,6 +149,12 @@ Tensor squeeze(const Tensor& x, int64_t dim);
 Tensor cat(const TensorList& tensors, int64_t dim = 0);
 Tensor stack(const TensorList& tensors, int64_t dim = 0);
 std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b);
+// The dtype an elementwise op of these operands computes in, as libtorch's result_type
+// (promote_types and can_cast are in runtime/dtype.h).
+ScalarType result_type(const Tensor& a, const Tensor& b);
+ScalarType result_type(const Tensor& a, const Scalar& b);
+ScalarType result_type(const Scalar& a, const Tensor& b);
+ScalarType result_type(const Scalar& a, const Scalar& b);
 
 // --- linear algebra and indexing ---
 Tensor matmul(const Tensor& a, const Tensor& b);

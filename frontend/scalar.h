@@ -19,6 +19,8 @@ class Scalar {
         type_(std::is_same_v<T, bool> ? kBool
               : std::is_integral_v<T> ? kLong
                                       : kDouble) {}
+  Scalar(Half v) : value_(float(v)), type_(kDouble) {}
+  Scalar(BFloat16 v) : value_(float(v)), type_(kDouble) {}
   double toDouble() const { return value_; }
   float toFloat() const { return isFloatingPoint() ? float(value_) : float(integer_); }  // one rounding
   int64_t toLong() const { return isFloatingPoint() ? int64_t(value_) : integer_; }
@@ -30,8 +32,8 @@ class Scalar {
       return toBool();
     else if constexpr (std::is_integral_v<T>)
       return static_cast<T>(toLong());
-    else if constexpr (std::is_same_v<T, float>)
-      return toFloat();
+    else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      return T(toFloat());
     else
       return static_cast<T>(value_);
   }

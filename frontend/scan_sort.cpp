@@ -26,14 +26,23 @@ namespace {
 Tensor with_a_dim(const Tensor& x) { return x.dim() == 0 ? x.reshape({1}) : x; }
 Tensor in_rank_of(const Tensor& r, const Tensor& x) { return x.dim() == 0 ? r.reshape({}) : r; }
 
+// What the library routines (codegen/scan_sort.h) read: bool, int64, float32 or float64. The
+// narrower dtypes widen exactly, keeping every order and sum, so a routine needs no type of theirs.
+ScalarType routine_dtype(ScalarType t) {
+  if (t == kHalf || t == kBFloat16) return kFloat;
+  if (t == kByte || t == kChar || t == kShort || t == kInt) return kLong;
+  return t;
+}
+Tensor widened(const Tensor& t) { return t.dtype() == routine_dtype(t.dtype()) ? t : t.to(routine_dtype(t.dtype())); }
+
 ScalarType accumulated(const Tensor& x, std::optional<ScalarType> dtype) {
   return dtype ? *dtype : x.is_floating_point() ? x.dtype() : kLong;
 }
 
 Tensor scan(Op op, const Tensor& x, int64_t dim, ScalarType dtype, const char* name) {
   const int64_t d = wrap_dim(dim, x.dim(), name);
-  const Tensor in = with_a_dim(x).to(dtype);
-  return in_rank_of(primitive(op, {in}, in.sizes().vec(), dtype, Attrs{{d}}), x);
+  const Tensor in = widened(with_a_dim(x).to(dtype));
+  return in_rank_of(primitive(op, {in}, in.sizes().vec(), in.dtype(), Attrs{{d}}).to(dtype), x);
 }
 
 // Values of `in` at `positions` along d, and the positions, in x's rank.
@@ -57,14 +66,14 @@ std::tuple<Tensor, Tensor> value_per_row(const Tensor& x, const Tensor& in, cons
 }
 
 Tensor sort_positions(const Tensor& in, int64_t d, bool descending) {
-  return primitive(Op::SortIndex, {in}, in.sizes().vec(), kLong, Attrs{{d, descending}});
+  return primitive(Op::SortIndex, {widened(in)}, in.sizes().vec(), kLong, Attrs{{d, descending}});
 }
 
 std::tuple<Tensor, Tensor> cumulative_extreme(Op op, const Tensor& x, int64_t dim, const char* name,
                                               const char* grad_fn) {
   const int64_t d = wrap_dim(dim, x.dim(), name);
   const Tensor in = with_a_dim(x);
-  return values_at(x, in, primitive(op, {in}, in.sizes().vec(), kLong, Attrs{{d}}), d, grad_fn);
+  return values_at(x, in, primitive(op, {widened(in)}, in.sizes().vec(), kLong, Attrs{{d}}), d, grad_fn);
 }
 
 // median, nanmedian and mode along a dim: the op's position per row.
@@ -76,7 +85,7 @@ std::tuple<Tensor, Tensor> select_per_row(Op op, const Tensor& x, int64_t dim, b
   Shape kept = in.sizes().vec();
   kept[size_t(d)] = 1;
   attrs.ints.insert(attrs.ints.begin(), d);
-  return value_per_row(x, in, primitive(op, {in}, kept, kLong, attrs), d, keepdim, grad_fn);
+  return value_per_row(x, in, primitive(op, {widened(in)}, kept, kLong, attrs), d, keepdim, grad_fn);
 }
 
 // The median of every element. Its gradient is shared among the entries equal to it (NaNs, when
@@ -89,7 +98,7 @@ Tensor median_of_all(const Tensor& x, bool ignore_nan, const char* name, const c
     return full({}, NAN, x.dtype());
   }
   const Tensor flat = x.reshape({-1});
-  const Tensor position = primitive(Op::MedianIndex, {flat}, {1}, kLong, Attrs{{0, ignore_nan}});
+  const Tensor position = primitive(Op::MedianIndex, {widened(flat)}, {1}, kLong, Attrs{{0, ignore_nan}});
   const Tensor picked = flat.gather(0, position).reshape({});
   if (!autograd::GradMode::is_enabled() || !x.requires_grad()) return picked;
   const Tensor m = picked.detach();
@@ -234,7 +243,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
              in.size(d), ", input ", shape_str(x), ")");
   Shape shape = in.sizes().vec();
   shape[size_t(d)] = k;
-  const Tensor positions = primitive(Op::TopKIndex, {in}, shape, kLong, Attrs{{d, k, largest, sorted}});
+  const Tensor positions = primitive(Op::TopKIndex, {widened(in)}, shape, kLong, Attrs{{d, k, largest, sorted}});
   return values_at(x, in, positions, d, "TopkBackward0");
 }
 
@@ -245,7 +254,7 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, boo
              ", input ", shape_str(x), ")");
   Shape kept = in.sizes().vec();
   kept[size_t(d)] = 1;
-  const Tensor positions = primitive(Op::KthValueIndex, {in}, kept, kLong, Attrs{{d, k}});
+  const Tensor positions = primitive(Op::KthValueIndex, {widened(in)}, kept, kLong, Attrs{{d, k}});
   return value_per_row(x, in, positions, d, keepdim, "KthvalueBackward0");
 }
 
@@ -290,7 +299,7 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ou
                " and boundaries ", shape_str(seq));
     ordered = seq.gather(-1, *sorter);
   }
-  const ScalarType common = promote(seq.dtype(), values.dtype());
+  const ScalarType common = routine_dtype(promote(seq.dtype(), values.dtype()));
   const Tensor v = with_a_dim(values).to(common);
   Shape rows = v.sizes().vec();
   rows.back() = seq.size(-1);

@@ -43,13 +43,7 @@ const char* element_base(const TensorImpl& impl) {
 
 template <typename T>
 T convert(const char* p, ScalarType t) {
-  switch (t) {
-    case kBool: return T(*reinterpret_cast<const uint8_t*>(p) != 0);
-    case kLong: return T(*reinterpret_cast<const int64_t*>(p));
-    case kFloat: return T(*reinterpret_cast<const float*>(p));
-    case kDouble: return T(*reinterpret_cast<const double*>(p));
-  }
-  return T();
+  return read_element<T>(p, t, 0);
 }
 }  // namespace
 
@@ -62,9 +56,17 @@ T Tensor::item() const {
 Scalar Tensor::item() const {
   switch (dtype()) {
     case kBool: return Scalar(item<bool>());
-    case kLong: return Scalar(item<int64_t>());
-    default: return Scalar(item<double>());
+    case kLong:
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt: return Scalar(item<int64_t>());
+    case kFloat:
+    case kDouble:
+    case kHalf:
+    case kBFloat16: return Scalar(item<double>());
   }
+  return Scalar();
 }
 
 // data_ptr hands out memory the user may write: what was recorded before runs first (as libtorch
@@ -125,11 +127,22 @@ KILN_INSTANTIATE(double)
 KILN_INSTANTIATE(int64_t)
 KILN_INSTANTIATE(int)
 KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(uint8_t)
+KILN_INSTANTIATE(int8_t)
+KILN_INSTANTIATE(int16_t)
+KILN_INSTANTIATE(Half)
+KILN_INSTANTIATE(BFloat16)
 #undef KILN_INSTANTIATE
 template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
+template uint8_t* Tensor::data_ptr<uint8_t>() const;
+template int8_t* Tensor::data_ptr<int8_t>() const;
+template int16_t* Tensor::data_ptr<int16_t>() const;
+template int32_t* Tensor::data_ptr<int32_t>() const;
+template Half* Tensor::data_ptr<Half>() const;
+template BFloat16* Tensor::data_ptr<BFloat16>() const;
 
 void sync() { tracer::flush(); }
 

@@ -44,13 +44,12 @@ std::string sizes_str(const std::vector<int64_t>& s) {
   return os.str();
 }
 
+// Integers exactly (wrapped to a narrow dtype), floating numbers rounded once.
 void store(void* dst, int64_t i, ScalarType t, const Scalar& v) {
-  switch (t) {
-    case kBool: static_cast<uint8_t*>(dst)[i] = v.toBool(); break;
-    case kLong: static_cast<int64_t*>(dst)[i] = v.toLong(); break;
-    case kFloat: static_cast<float*>(dst)[i] = v.toFloat(); break;
-    case kDouble: static_cast<double*>(dst)[i] = v.toDouble(); break;
-  }
+  if (v.isFloatingPoint())
+    write_element(dst, t, i, v.toDouble());
+  else
+    write_integer_element(dst, t, i, v.toLong());
 }
 }  // namespace
 

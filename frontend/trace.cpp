@@ -92,7 +92,10 @@ struct ConstValue {
   int64_t int_scalar;
 };
 ConstValue const_value(const Scalar& value, ScalarType dtype) {
-  if (dtype == kLong) return {double(value.toLong()), value.toLong()};
+  if (is_integer(dtype)) {  // wrapped to the dtype, as libtorch converts it (int8 + 1000 adds -24)
+    const int64_t v = wrap_integer(value.toLong(), dtype);
+    return {double(v), v};
+  }
   if (dtype == kFloat && !value.isFloatingPoint()) return {double(value.toFloat()), 0};
   return {value.toDouble(), 0};
 }
@@ -123,7 +126,7 @@ const Tensor& constant(const Scalar& value, ScalarType dtype) {
   thread_local size_t next_retired = 0;
   const ConstValue v = const_value(value, dtype);
   uint64_t bits;  // what tells the value apart: an int64's own bits (its double may be another's)
-  if (dtype == kLong)
+  if (is_integer(dtype))
     bits = uint64_t(v.int_scalar);
   else
     std::memcpy(&bits, &v.scalar, sizeof bits);

@@ -56,9 +56,9 @@ bool fold(const ir::Node& n, double& out) {
   for (const auto& in : n.inputs)
     if (in.node->op != Op::Const || in.node->dtype != n.dtype) return false;
   double a = n.inputs[0].node->scalar, b = n.inputs.size() > 1 ? n.inputs[1].node->scalar : 0;
-  if (n.dtype == kFloat) a = double(float(a)), b = double(float(b));  // a float32 kernel's constants
-  out = ir::scalar_op(n.op, a, b, n.dtype);
-  if (n.dtype == kFloat) out = double(float(out));
+  // a kernel's constants as it holds them, and its result as it stores it
+  a = round_to_float_dtype(a, n.dtype), b = round_to_float_dtype(b, n.dtype);
+  out = round_to_float_dtype(ir::scalar_op(n.op, a, b, n.dtype), n.dtype);
   return true;
 }
 

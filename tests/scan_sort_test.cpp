@@ -84,6 +84,28 @@ TEST(Scans, Float32AccumulatesInFloat64AsLibtorch) {
                 {1.1000000238418579, 1.2100000381469727, 1.3310000896453857, 1.4641001224517822, 1.6105102300643921});
 }
 
+// The library routines read four dtypes; the frontend widens the others exactly, so results and
+// positions are those of the wide input, in the dtypes libtorch gives.
+TEST(Scans, NarrowDtypesScanAndSortAsTheirWideValues) {
+  const Tensor ints = torch::tensor({3, -1, 2, 2}).to(kiln::kInt);
+  const Tensor sum = ints.cumsum(0);
+  EXPECT_EQ(sum.dtype(), kiln::kLong);
+  expect_longs(sum, {3, 2, 4, 6});
+  auto [sorted, positions] = ints.sort(0);
+  EXPECT_EQ(sorted.dtype(), kiln::kInt);
+  expect_longs(sorted.to(kiln::kLong), {-1, 2, 2, 3});
+  expect_longs(positions, {1, 2, 3, 0});
+  const Tensor half = torch::tensor({0.5, 0.25, 1.5}).to(kiln::kHalf);
+  const Tensor half_sum = half.cumsum(0);
+  EXPECT_EQ(half_sum.dtype(), kiln::kHalf);
+  expect_values(half_sum.to(kiln::kDouble), {0.5, 0.75, 2.25});
+  auto [top, top_at] = half.to(kiln::kBFloat16).topk(2);
+  EXPECT_EQ(top.dtype(), kiln::kBFloat16);
+  expect_values(top.to(kiln::kDouble), {1.5, 0.5});
+  expect_longs(top_at, {2, 0});
+  expect_longs(torch::searchsorted(torch::tensor({1, 5, 9}).to(kiln::kByte), torch::tensor({5}).to(kiln::kByte)), {1});
+}
+
 TEST(Scans, InPlaceFormsKeepTheDtype) {
   Tensor x = torch::tensor({1., 2., 3.});
   const int64_t version = x._version();

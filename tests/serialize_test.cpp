@@ -190,18 +190,19 @@ TEST(Serialize, LoadsAPyTorchLinear) {
   EXPECT_TRUE(linear->weight.requires_grad());
   expect_values(linear(kiln::tensor({1.0f, 1.0f, 1.0f}).reshape({1, 3})), {6.5, 14});
 
-  // Half, bfloat16 and narrow integers widen to float32 and int64.
+  // Half, bfloat16 and narrow integers load as their own dtypes.
   write_bytes(path, safetensors_bytes(R"({"h":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},)"
                                       R"("bf":{"dtype":"BF16","shape":[2],"data_offsets":[6,10]},)"
                                       R"("i":{"dtype":"I32","shape":[2],"data_offsets":[10,18]}})",
                                       raw<uint16_t>({0x3c00, 0xc000, 0x3800}) + raw<uint16_t>({0x3f80, 0xc0a0}) +
                                           raw<int32_t>({-7, 1 << 30})));
-  auto widened = kiln::load_safetensors(path);
-  EXPECT_EQ(widened["h"].dtype(), kiln::kFloat);
-  expect_values(widened["h"], {1, -2, 0.5}, 0, 0);
-  expect_values(widened["bf"], {1, -5}, 0, 0);
-  EXPECT_EQ(widened["i"].dtype(), kiln::kLong);
-  EXPECT_EQ(widened["i"].to_vector<int64_t>(), (std::vector<int64_t>{-7, 1 << 30}));
+  auto narrow = kiln::load_safetensors(path);
+  EXPECT_EQ(narrow["h"].dtype(), kiln::kHalf);
+  expect_values(narrow["h"], {1, -2, 0.5}, 0, 0);
+  EXPECT_EQ(narrow["bf"].dtype(), kiln::kBFloat16);
+  expect_values(narrow["bf"], {1, -5}, 0, 0);
+  EXPECT_EQ(narrow["i"].dtype(), kiln::kInt);
+  EXPECT_EQ(narrow["i"].to_vector<int64_t>(), (std::vector<int64_t>{-7, 1 << 30}));
 }
 
 TEST(Serialize, LoadStateDictChecksKeysShapesAndDtypes) {

@@ -36,7 +36,7 @@ std::string to_string(const Node& n) {
     os << (i ? ", " : "") << short_id(in.node.get()) << in.view.sizes;
   }
   if (!n.ints.empty()) os << (n.inputs.empty() ? "" : ", ") << "ints=" << n.ints;
-  if (n.op == Op::Const) n.dtype == kLong ? os << n.int_scalar : os << n.scalar;
+  if (n.op == Op::Const) is_integer(n.dtype) ? os << n.int_scalar : os << n.scalar;
   os << ") : " << dtype_name(n.dtype) << n.shape;
   return os.str();
 }

@@ -60,7 +60,7 @@ double scalar_op(Op op, double a, double b, ScalarType operands) {
     case Op::Sub: return a - b;
     case Op::Mul: return a * b;
     case Op::Div:
-      if (operands == kLong) return b == 0 ? 0 : std::trunc(a / b);  // C's, as int64 kernels
+      if (is_integer(operands)) return b == 0 ? 0 : std::trunc(a / b);  // C's, as int64 kernels
       return a / b;
     case Op::Pow: return std::pow(a, b);
     case Op::Max: return nan_or(a, b, std::max(a, b));

@@ -180,6 +180,12 @@ class LibraryEmitter {
         line("atomicAdd(reinterpret_cast<unsigned long long*>(out + " + index + "), (unsigned long long)" + v + ");");
         break;
       case kBool: line("if (" + v + ") out[" + index + "] = 1;"); break;  // every writer writes 1
+      case kByte:
+      case kChar:
+      case kShort:
+      case kInt:
+      case kHalf:
+      case kBFloat16: throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(n.dtype), " yet"));
     }
   }
 

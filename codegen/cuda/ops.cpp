@@ -14,8 +14,14 @@ const char* value_type(ScalarType t) {
     case kLong: return "long long";
     case kFloat: return "float";
     case kDouble: return "double";
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt:
+    case kHalf:
+    case kBFloat16: break;  // not generated yet: has_cuda_source() is false for kernels with these
   }
-  return "float";
+  throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(t), " yet"));
 }
 
 const char* storage_type(ScalarType t) { return t == kBool ? "unsigned char" : value_type(t); }
@@ -191,8 +197,14 @@ std::string lower_op(const ir::Node& n, const std::vector<Value>& a) {
       if (ir::has_wrapping_form(n.op) && all_long(a)) return wrapping_op(n, a);
       return "kiln_to_long(" + float_op(n, kDouble, a) + ")";
     case kBool: return "(" + float_op(n, kDouble, a) + " != 0.0)";
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt:
+    case kHalf:
+    case kBFloat16: break;
   }
-  return float_op(n, t, a);
+  throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(t), " yet"));
 }
 
 ScalarType accumulator_dtype(const ir::Node& red) {

@@ -19,6 +19,12 @@ halide_type_t storage_type(ScalarType t) {
     case kLong: return {halide_type_int, 64, 1};
     case kFloat: return {halide_type_float, 32, 1};
     case kDouble: return {halide_type_float, 64, 1};
+    case kByte: return {halide_type_uint, 8, 1};
+    case kChar: return {halide_type_int, 8, 1};
+    case kShort: return {halide_type_int, 16, 1};
+    case kInt: return {halide_type_int, 32, 1};
+    case kHalf: return {halide_type_float, 16, 1};
+    case kBFloat16: return {halide_type_uint, 16, 1};  // its bits (ops.cpp's storage_type)
   }
   return {halide_type_float, 32, 1};
 }

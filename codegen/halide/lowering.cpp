@@ -89,12 +89,12 @@ Expr Lowering::value(int i, Context& c) {
     e = convert(consts.at(i), n.dtype);
   } else if (ir::op_kind(n.op) == ir::OpKind::Reduce) {
     KILN_CHECK(c.reduced.count(i), "halide: a reduction read outside its epilogue");
-    e = c.reduced.at(i);
+    e = round_to_dtype(c.reduced.at(i), n.dtype);
   } else {
     std::vector<Expr> args;
     for (int a : k.nodes[i].args)
       args.push_back(fusion::is_read(a) ? load(fusion::read_index(a), c.coords) : value(a, c));
-    e = lower_op(n, args);
+    e = round_to_dtype(lower_op(n, args), n.dtype);
   }
   return c.memo[i] = e;
 }

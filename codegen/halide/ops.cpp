@@ -30,25 +30,71 @@ Target kernel_target() {
   return t;
 }
 
+// Narrow integers compute as int64 and float16/bfloat16 as float32, each node's result rounded
+// back to its dtype (round_to_dtype), as the interpreter and PyTorch's CPU kernels compute them.
 Type value_type(ScalarType t) {
   switch (t) {
     case kBool: return Bool();
-    case kLong: return Int(64);
-    case kFloat: return Float(32);
+    case kLong:
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt: return Int(64);
+    case kFloat:
+    case kHalf:
+    case kBFloat16: return Float(32);
     case kDouble: return Float(64);
   }
   return Float(32);
 }
-// Bools are stored as bytes.
-Type storage_type(ScalarType t) { return t == kBool ? UInt(8) : value_type(t); }
+// Bools are stored as bytes, bfloat16 as its 16 bits (Halide 14's BFloat(16) arithmetic is not
+// needed: values are float32 whose low 16 bits are zero).
+Type storage_type(ScalarType t) {
+  switch (t) {
+    case kBool:
+    case kByte: return UInt(8);
+    case kChar: return Int(8);
+    case kShort: return Int(16);
+    case kInt: return Int(32);
+    case kHalf: return Float(16);
+    case kBFloat16: return UInt(16);
+    case kLong:
+    case kFloat:
+    case kDouble: break;
+  }
+  return value_type(t);
+}
 
-Expr to_value(Expr e, ScalarType t) { return t == kBool ? e != 0 : e; }
-Expr to_storage(Expr e, ScalarType t) { return t == kBool ? cast(UInt(8), e) : e; }
+Expr to_value(Expr e, ScalarType t) {
+  if (t == kBool) return e != 0;
+  if (t == kBFloat16) return reinterpret(Float(32), cast(UInt(32), e) << 16);
+  return e.type() == value_type(t) ? e : cast(value_type(t), e);
+}
+// Whether a float32 is NaN, on its bits (Halide 14's float16 conversion loses NaN, giving infinity).
+Expr float32_nan(Expr e) {
+  return (reinterpret(UInt(32), e) & Expr(uint32_t(0x7fffffffu))) > Expr(uint32_t(0x7f800000u));
+}
+Expr to_storage(Expr e, ScalarType t) {
+  if (t == kBFloat16) return cast(UInt(16), reinterpret(UInt(32), e) >> 16);  // already rounded
+  if (t == kHalf) return select(float32_nan(e), reinterpret(Float(16), Expr(uint16_t(0x7e00))), cast(Float(16), e));
+  return e.type() == storage_type(t) ? e : cast(storage_type(t), e);
+}
+Expr round_to_dtype(Expr e, ScalarType t) {
+  if (is_narrow_integer(t)) return cast(value_type(t), cast(storage_type(t), e));
+  if (t == kHalf) return select(float32_nan(e), e, cast(Float(32), cast(Float(16), e)));
+  if (t != kBFloat16) return e;
+  // To nearest even on the bits, NaN to the quiet NaN c10::BFloat16 gives.
+  Expr bits = reinterpret(UInt(32), e);
+  Expr rounded = (bits + (Expr(uint32_t(0x7fff)) + ((bits >> 16) & Expr(uint32_t(1))))) & Expr(uint32_t(0xffff0000u));
+  return reinterpret(Float(32), select(float32_nan(e), Expr(uint32_t(0x7fc00000u)), rounded));
+}
 Expr convert(Expr e, ScalarType to) {
   Type t = value_type(to);
-  if (e.type() == t) return e;
-  if (to == kBool) return e != make_zero(e.type());
-  return cast(t, e);
+  if (to == kBool) return e.type() == t ? e : e != make_zero(e.type());
+  // A float to a narrow integer converts to int32 first (then wraps), as the interpreter
+  // (float_to_integer) and compiled C++ do.
+  if (is_narrow_integer(to) && e.type().is_float()) e = cast(Int(32), e);
+  return round_to_dtype(e.type() == t ? e : cast(t, e), to);
 }
 bool is_float(const Expr& e) { return e.type().is_float(); }
 

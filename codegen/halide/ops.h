@@ -21,7 +21,10 @@ Halide::Type value_type(ScalarType t);
 Halide::Type storage_type(ScalarType t);
 Halide::Expr to_value(Halide::Expr e, ScalarType t);
 Halide::Expr to_storage(Halide::Expr e, ScalarType t);
-// `e` as a value of dtype `to` (to bool: nonzero).
+// A value computed in value_type(t) rounded as dtype t stores it (narrow integers wrap, float16
+// and bfloat16 round to nearest even), still in value_type(t).
+Halide::Expr round_to_dtype(Halide::Expr e, ScalarType t);
+// `e` as a value of dtype `to` (to bool: nonzero), rounded to it.
 Halide::Expr convert(Halide::Expr e, ScalarType to);
 bool is_float(const Halide::Expr& e);
 

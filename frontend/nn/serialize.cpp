@@ -109,6 +109,12 @@ DtypeInfo dtype_info(ScalarType t) {
     case kFloat: return {"F32", 11};
     case kDouble: return {"F64", 12};
     case kLong: return {"I64", 13};
+    case kByte: return {"U8", 1};
+    case kChar: return {"I8", 2};
+    case kShort: return {"I16", 5};
+    case kHalf: return {"F16", 7};
+    case kBFloat16: return {"BF16", 8};
+    case kInt: return {"I32", 9};
   }
   return {"?", -1};
 }
@@ -120,21 +126,9 @@ struct StoredDtype {
   ScalarType loads_as;
 };
 constexpr StoredDtype kStoredDtypes[] = {
-    {"F32", 4, kFloat}, {"F64", 8, kDouble}, {"I64", 8, kLong}, {"BOOL", 1, kBool}, {"F16", 2, kFloat},
-    {"BF16", 2, kFloat}, {"I32", 4, kLong}, {"I16", 2, kLong},  {"I8", 1, kLong},   {"U8", 1, kLong},
+    {"F32", 4, kFloat},     {"F64", 8, kDouble}, {"I64", 8, kLong},  {"BOOL", 1, kBool}, {"F16", 2, kHalf},
+    {"BF16", 2, kBFloat16}, {"I32", 4, kInt},    {"I16", 2, kShort}, {"I8", 1, kChar},   {"U8", 1, kByte},
 };
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float f;
-  if (exp == 0) {  // zero or subnormal
-    f = std::ldexp(float(mant), -24);
-    return sign ? -f : f;
-  }
-  const uint32_t bits = sign | (exp == 31 ? 0x7f800000u | (mant << 13) : ((exp + 112) << 23) | (mant << 13));
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 template <typename From, typename To>
 std::vector<To> widen(std::string_view bytes, To (*convert)(From)) {
@@ -152,21 +146,6 @@ Tensor tensor_from_bytes(std::string_view bytes, const StoredDtype& stored, cons
   const std::string name = stored.name;
   // A copy: the bytes are the mapped file's (read-only) or this function's.
   auto make = [&](const void* data, ScalarType t) { return detail::copy_of_host_data(data, shape, t); };
-  if (name == "F16")
-    return make(widen<uint16_t, float>(bytes, [](uint16_t h) { return half_to_float(h); }).data(), kFloat);
-  if (name == "BF16") {
-    auto v = widen<uint16_t, float>(bytes, [](uint16_t h) {
-      const uint32_t bits = uint32_t(h) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    });
-    return make(v.data(), kFloat);
-  }
-  if (name == "I32") return make(widen<int32_t, int64_t>(bytes, [](int32_t x) { return int64_t(x); }).data(), kLong);
-  if (name == "I16") return make(widen<int16_t, int64_t>(bytes, [](int16_t x) { return int64_t(x); }).data(), kLong);
-  if (name == "I8") return make(widen<int8_t, int64_t>(bytes, [](int8_t x) { return int64_t(x); }).data(), kLong);
-  if (name == "U8") return make(widen<uint8_t, int64_t>(bytes, [](uint8_t x) { return int64_t(x); }).data(), kLong);
   if (name == "BOOL")  // kiln's bools are 0 or 1
     return make(widen<uint8_t, uint8_t>(bytes, [](uint8_t b) { return uint8_t(b != 0); }).data(), kBool);
   return make(bytes.data(), stored.loads_as);
