@@ -24,8 +24,9 @@ void print_cuda_devices() {
     return;
   }
   try {
-    std::printf("  cuda     driver for CUDA %s, %d device(s); kernels not launched yet (no CUDA backend in the flush)\n",
-                driver::driver_version().c_str(), driver::device_count());
+    std::printf(
+        "  cuda     driver for CUDA %s, %d device(s); kernels not launched yet (no CUDA backend in the flush)\n",
+        driver::driver_version().c_str(), driver::device_count());
     for (int i = 0; i < driver::device_count(); ++i) {
       const driver::DeviceProperties p = driver::device_properties(i);
       std::printf("    cuda:%d  %s, compute capability %d.%d (sm_%d%d), %d SMs, %.1f GiB\n", i, p.name.c_str(), p.major,

@@ -22,9 +22,9 @@ inline nn::Sequential make_mlp() {
 // 128-unit hidden layer.
 inline nn::Sequential make_cnn() {
   return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::BatchNorm2d(32), nn::ReLU(),
-                        nn::MaxPool2d(2),                                                                 // 14x14
+                        nn::MaxPool2d(2),  // 14x14
                         nn::Conv2d(nn::Conv2dOptions(32, 64, 3).padding(1)), nn::BatchNorm2d(64), nn::ReLU(),
-                        nn::MaxPool2d(2),                                                                 // 7x7
+                        nn::MaxPool2d(2),  // 7x7
                         nn::Flatten(), nn::Linear(64 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
 }
 

@@ -8,15 +8,15 @@
 namespace kiln::cli {
 
 struct TrainOptions {
-  std::string model = "mlp";        // mlp | cnn
+  std::string model = "mlp";  // mlp | cnn
   int epochs = 2;
   int64_t batch_size = 64;
   double lr = 1e-3;
-  std::string optimizer = "adam";   // adam | adamw | sgd | rmsprop
-  int threads = 0;                  // 0: kiln's default (KILN_NUM_THREADS or all cores)
-  std::string save;                 // safetensors path for the trained weights, if given
+  std::string optimizer = "adam";  // adam | adamw | sgd | rmsprop
+  int threads = 0;                 // 0: kiln's default (KILN_NUM_THREADS or all cores)
+  std::string save;                // safetensors path for the trained weights, if given
   uint64_t seed = 0;
-  std::string data_dir;             // default: kiln::data::fashion_mnist_dir()
+  std::string data_dir;  // default: kiln::data::fashion_mnist_dir()
 };
 
 // Returns the process exit status.

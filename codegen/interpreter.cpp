@@ -279,7 +279,8 @@ void cat(Node& n) {
     start += sizes[size_t(dim)];
     if (numel_of(sizes) == 0) continue;
     if (sizes.empty()) {
-      std::memcpy(out + window * int64_t(es), static_cast<const char*>(in.node->result->data()) + in.view.offset * int64_t(es), es);
+      std::memcpy(out + window * int64_t(es),
+                  static_cast<const char*>(in.node->result->data()) + in.view.offset * int64_t(es), es);
       continue;
     }
     if (in.node->dtype != n.dtype) {
@@ -297,7 +298,8 @@ void cat(Node& n) {
     const int64_t run = sizes.back(), step = in.view.strides.back();
     for_each_run2(sizes, in.view.strides, in.view.offset, out_strides, window, [&](int64_t a, int64_t b) {
       if (step == 1) return void(std::memcpy(out + b * int64_t(es), src + a * int64_t(es), size_t(run) * es));
-      for (int64_t k = 0; k < run; ++k) std::memcpy(out + (b + k) * int64_t(es), src + (a + k * step) * int64_t(es), es);
+      for (int64_t k = 0; k < run; ++k)
+        std::memcpy(out + (b + k) * int64_t(es), src + (a + k * step) * int64_t(es), es);
     });
   }
 }
@@ -482,9 +484,9 @@ void compute_longs(Node& n) {
     }
     case ir::OpKind::Reduce: {
       const Op combine = ir::facts(n.op).combine;
-      return store_longs(n, reduce_over_axes(n, ir::wrapping_reduction_identity(n.op), [combine](int64_t acc, int64_t v) {
-                           return ir::wrapping_op(combine, acc, v);
-                         }));
+      return store_longs(
+          n, reduce_over_axes(n, ir::wrapping_reduction_identity(n.op),
+                              [combine](int64_t acc, int64_t v) { return ir::wrapping_op(combine, acc, v); }));
     }
     case ir::OpKind::Leaf:
     case ir::OpKind::ArgReduce:

@@ -30,10 +30,9 @@ namespace nn = torch::nn;
 struct CharModelImpl : nn::Module {
   CharModelImpl(int64_t vocabulary, int64_t embedding_size, int64_t hidden_size, int64_t layers)
       : embedding(register_module("embedding", nn::Embedding(vocabulary, embedding_size))),
-        lstm(register_module("lstm", nn::LSTM(nn::LSTMOptions(embedding_size, hidden_size)
-                                                  .num_layers(layers)
-                                                  .batch_first(true)
-                                                  .dropout(0.1)))),
+        lstm(register_module(
+            "lstm",
+            nn::LSTM(nn::LSTMOptions(embedding_size, hidden_size).num_layers(layers).batch_first(true).dropout(0.1)))),
         head(register_module("head", nn::Linear(hidden_size, vocabulary))) {}
 
   // Logits [batch, time, vocabulary] for characters [batch, time], and the LSTM's final state.
@@ -117,7 +116,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 60; ++i) {
     const int64_t next = logits.select(1, logits.size(1) - 1).argmax(-1).item<int64_t>();
     sample += alphabet[size_t(next)];
-    std::tie(logits, state) = model->forward(torch::tensor(std::vector<int64_t>{next}, torch::kLong).unsqueeze(0), state);
+    std::tie(logits, state) =
+        model->forward(torch::tensor(std::vector<int64_t>{next}, torch::kLong).unsqueeze(0), state);
   }
   std::printf("sample: %s\n", sample.c_str());
 }

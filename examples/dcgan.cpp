@@ -101,10 +101,11 @@ int main(int argc, const char* argv[]) {
                      .map(torch::data::transforms::Stack<>());
   const int64_t batches_per_epoch = std::ceil(dataset.size().value() / static_cast<double>(kBatchSize));
 
-  auto data_loader =
-      torch::data::make_data_loader(std::move(dataset), torch::data::DataLoaderOptions().batch_size(kBatchSize).workers(2));
+  auto data_loader = torch::data::make_data_loader(std::move(dataset),
+                                                   torch::data::DataLoaderOptions().batch_size(kBatchSize).workers(2));
 
-  torch::optim::Adam generator_optimizer(generator->parameters(), torch::optim::AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.5)));
+  torch::optim::Adam generator_optimizer(generator->parameters(),
+                                         torch::optim::AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.5)));
   torch::optim::Adam discriminator_optimizer(discriminator->parameters(),
                                              torch::optim::AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.5)));
 
@@ -151,8 +152,8 @@ int main(int argc, const char* argv[]) {
       generator_optimizer.step();
       batch_index++;
       if (batch_index % kLogInterval == 0) {
-        std::printf("[%2ld/%2ld][%3ld/%3ld] D_loss: %.4f | G_loss: %.4f\n", long(epoch), long(epochs), long(batch_index),
-                    long(batches_per_epoch), d_loss.item<float>(), g_loss.item<float>());
+        std::printf("[%2ld/%2ld][%3ld/%3ld] D_loss: %.4f | G_loss: %.4f\n", long(epoch), long(epochs),
+                    long(batch_index), long(batches_per_epoch), d_loss.item<float>(), g_loss.item<float>());
       }
 
       if (batch_index % checkpoint_every == 0) {

@@ -12,10 +12,10 @@
 #include <string>
 
 // Prints the expression and the name of its result's grad_fn.
-#define PRINT_GRAD_FN(expr)                                                      \
-  do {                                                                           \
-    auto result = (expr);                                                        \
-    auto fn = result.grad_fn();                                                  \
+#define PRINT_GRAD_FN(expr)                                                            \
+  do {                                                                                 \
+    auto result = (expr);                                                              \
+    auto fn = result.grad_fn();                                                        \
     std::cout << #expr << " " << (fn ? fn->name() : std::string("none")) << std::endl; \
   } while (0)
 

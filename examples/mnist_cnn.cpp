@@ -81,7 +81,8 @@ void test(Net& model, DataLoader& data_loader, size_t dataset_size) {
     correct += pred.eq(batch.target).sum().template item<int64_t>();
   }
   test_loss /= dataset_size;
-  std::printf("Test set: Average loss: %.4f | Accuracy: %.3f\n", test_loss, static_cast<double>(correct) / dataset_size);
+  std::printf("Test set: Average loss: %.4f | Accuracy: %.3f\n", test_loss,
+              static_cast<double>(correct) / dataset_size);
 }
 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }

@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     total_seconds += seconds;
-    std::cout << "epoch " << epoch << " loss " << loss_sum / batches << " train_accuracy "
-              << double(correct) / seen << " samples_per_second " << seen / seconds << std::endl;
+    std::cout << "epoch " << epoch << " loss " << loss_sum / batches << " train_accuracy " << double(correct) / seen
+              << " samples_per_second " << seen / seconds << std::endl;
   }
 
   torch::NoGradGuard no_grad;

@@ -26,8 +26,7 @@ void GradMode::set_enabled(bool enabled) { t_grad_enabled = enabled; }
 // --- saved tensors ---
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output)
-    : data_(t.detach()), version_(uint32_t(t._version())), is_output_(is_output),
-      requires_grad_(t.requires_grad()) {
+    : data_(t.detach()), version_(uint32_t(t._version())), is_output_(is_output), requires_grad_(t.requires_grad()) {
   if (!is_output) grad_fn_ = t.grad_fn();
   output_nr_ = uint32_t(t.output_nr());
   if (!is_output && t.requires_grad() && t.is_leaf()) data_ = t;  // keep the leaf itself
@@ -45,7 +44,8 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
     const std::shared_ptr<Node>& maker = is_output_ ? owner : grad_fn_;
     throw Error(kiln::detail::concat(
         "backward: one of the variables needed for gradient computation has been modified by an "
-        "inplace operation: [", torch_type_name(data_.dtype()), " ", data_.sizes().vec(), "]",
+        "inplace operation: [",
+        torch_type_name(data_.dtype()), " ", data_.sizes().vec(), "]",
         maker ? kiln::detail::concat(", which is output ", output_nr_, " of ", maker->name(), ",") : std::string(),
         " is at version ", data_._version(), "; expected version ", version_, " instead."));
   }
@@ -306,8 +306,8 @@ HookOwners collect_hook_owners() {
 }
 
 tensor_list make_root_grads(const tensor_list& outputs, const tensor_list& grad_outputs) {
-  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
-             grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
+  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ", grad_outputs.size(),
+             " gradients for ", outputs.size(), " outputs");
   tensor_list grads;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
@@ -396,8 +396,8 @@ tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const te
   mark_needed(task, roots);
   run_engine(task, roots, grads, collect_hook_owners(), create_graph);
   for (size_t i = 0; i < inputs.size(); ++i)
-    KILN_CHECK(allow_unused || task.captured[i].defined(), "grad: One of the differentiated Tensors (input ",
-               i, ") appears to not have been used in the graph. Set allow_unused=True if this is the "
+    KILN_CHECK(allow_unused || task.captured[i].defined(), "grad: One of the differentiated Tensors (input ", i,
+               ") appears to not have been used in the graph. Set allow_unused=True if this is the "
                "desired behavior.");
   if (!create_graph)
     for (auto& g : task.captured)

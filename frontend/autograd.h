@@ -34,7 +34,10 @@ class SavedTensor {
   // The saved tensor, re-attached to `owner` if it was an output; throws if it was modified in
   // place since, or if the graph was freed.
   Tensor unpack(const std::shared_ptr<Node>& owner) const;
-  void reset() { data_ = Tensor(); released_ = true; }
+  void reset() {
+    data_ = Tensor();
+    released_ = true;
+  }
   bool defined() const { return data_.defined() || released_; }
 
  private:
@@ -56,9 +59,9 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual void release_variables() {}
 
   std::vector<Edge> next_edges;
-  std::vector<Shape> output_shapes;       // to make zero gradients for unused outputs
+  std::vector<Shape> output_shapes;  // to make zero gradients for unused outputs
   std::vector<ScalarType> output_dtypes;
-  uint64_t sequence_nr = 0;               // creation order: later nodes run first among ready
+  uint64_t sequence_nr = 0;  // creation order: later nodes run first among ready
 };
 
 // Per-tensor autograd state (PyTorch's AutogradMeta).
@@ -103,9 +106,8 @@ struct NoGradGuard : AutoGradMode {
 void zero_grad(Tensor& param, bool set_to_none);
 
 // Gradients of `outputs` with respect to `inputs` (PyTorch's torch.autograd.grad).
-tensor_list grad(const tensor_list& outputs, const tensor_list& inputs,
-                 const tensor_list& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
-                 bool create_graph = false, bool allow_unused = false);
+tensor_list grad(const tensor_list& outputs, const tensor_list& inputs, const tensor_list& grad_outputs = {},
+                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false, bool allow_unused = false);
 // Accumulates into the .grad of the leaves (Tensor::backward).
 void backward(const tensor_list& tensors, const tensor_list& grad_tensors = {},
               std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
@@ -157,7 +159,8 @@ class AutogradContext {
   std::map<std::string, IValue> saved_data;
 
  private:
-  template <class T> friend struct Function;
+  template <class T>
+  friend struct Function;
   friend struct CustomNodeBase;
   friend void internal::attach_custom(const std::shared_ptr<CustomNodeBase>&, const tensor_list&, tensor_list&);
   tensor_list to_save_;             // as given in forward; outputs are recognized after it
@@ -184,8 +187,7 @@ struct CustomNodeBase : Node {
 
 namespace internal {
 // Connects the outputs of a custom function's forward to its backward node.
-void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_list& inputs,
-                   tensor_list& outputs);
+void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_list& inputs, tensor_list& outputs);
 void collect_tensors(tensor_list& out, std::vector<bool>& is_tensor, const Tensor& t);
 void collect_tensors(tensor_list& out, std::vector<bool>& is_tensor, const tensor_list& ts);
 template <typename T>

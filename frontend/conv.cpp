@@ -49,8 +49,8 @@ int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d, bo
 }
 
 struct Pool2d {
-  Tensor x;        // [N, C, H, W]
-  bool batched;    // the input had a batch axis
+  Tensor x;      // [N, C, H, W]
+  bool batched;  // the input had a batch axis
   Pair k, s, p, d;
   int64_t oh, ow;  // output size
 };
@@ -90,8 +90,8 @@ std::pair<Tensor, std::vector<int64_t>> pool_windows(const Pool2d& pool, double 
   const int64_t h = pool.x.size(2), w = pool.x.size(3);
   const int64_t need_h = (pool.oh - 1) * pool.s.h + pool.d.h * (pool.k.h - 1) + 1;
   const int64_t need_w = (pool.ow - 1) * pool.s.w + pool.d.w * (pool.k.w - 1) + 1;
-  const bool tiles = pool.s.h == pool.k.h && pool.s.w == pool.k.w && pool.d.h == 1 && pool.d.w == 1 &&
-                     pool.p.h == 0 && pool.p.w == 0 && need_h <= h && need_w <= w;
+  const bool tiles = pool.s.h == pool.k.h && pool.s.w == pool.k.w && pool.d.h == 1 && pool.d.w == 1 && pool.p.h == 0 &&
+                     pool.p.w == 0 && need_h <= h && need_w <= w;
   const int64_t n = pool.x.size(0), c = pool.x.size(1);
   if (tiles) {
     Tensor cropped = pool.x;  // narrowing only where needed: a narrowed view's gradient costs a scatter
@@ -115,8 +115,10 @@ Tensor unbatch(const Tensor& out, bool batched) { return batched ? out : out.squ
 }  // namespace
 
 Tensor constant_pad_nd(const Tensor& x, IntArrayRef pad, const Scalar& value) {
-  KILN_CHECK(pad.size() % 2 == 0 && int64_t(pad.size()) <= 2 * x.dim(), "constant_pad_nd: padding length must be "
-             "even and at most twice the input's rank, got pad ", pad.vec(), " for input ", shape_str(x));
+  KILN_CHECK(pad.size() % 2 == 0 && int64_t(pad.size()) <= 2 * x.dim(),
+             "constant_pad_nd: padding length must be "
+             "even and at most twice the input's rank, got pad ",
+             pad.vec(), " for input ", shape_str(x));
   KILN_CHECK(pad.size() <= 4, "constant_pad_nd: kiln pads at most the last two dimensions, got pad ", pad.vec());
   for (auto p : pad) KILN_CHECK(p >= 0, "constant_pad_nd: negative padding is not supported, got pad ", pad.vec());
   const int64_t left = pad.size() > 0 ? pad[0] : 0, right = pad.size() > 1 ? pad[1] : 0;
@@ -147,8 +149,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   KILN_CHECK(o % groups == 0 && cg * groups == c, op, ": given groups=", groups, ", weight ", shape_str(weight),
              " expects input with ", cg * groups, " channels (and out_channels divisible by groups), but got input ",
              shape_str(input));
-  KILN_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == o), op, ": expected bias of shape [", o,
-             "], got ", shape_str(bias));
+  KILN_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == o), op, ": expected bias of shape [", o, "], got ",
+             shape_str(bias));
   const int64_t hp = h + 2 * p.h, wp = w + 2 * p.w;
   KILN_CHECK(hp >= d.h * (kh - 1) + 1 && wp >= d.w * (kw - 1) + 1, op, ": calculated padded input size per channel: (",
              hp, " x ", wp, "). Kernel size: (", d.h * (kh - 1) + 1, " x ", d.w * (kw - 1) + 1,
@@ -177,8 +179,8 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   return unbatch(detail::named(out, "MaxPool2DWithIndicesBackward0", {input}), pool.batched);
 }
 
-Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
   Pool2d pool = check_pool("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
   KILN_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
   // Each output's divisor, as PyTorch counts it: the window clipped to the padded input, or to
@@ -192,7 +194,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
       const int64_t padded_count = (h1 - h0) * (w1 - w0);
       h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
       h1 = std::min(h1, h), w1 = std::min(w1, w);
-      divisor[i * pool.ow + j] = divisor_override ? double(*divisor_override)
+      divisor[i * pool.ow + j] = divisor_override    ? double(*divisor_override)
                                  : count_include_pad ? double(padded_count)
                                                      : double((h1 - h0) * (w1 - w0));
     }
@@ -205,12 +207,16 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps) {
   const char* op = "batch_norm";
-  KILN_CHECK(input.dim() >= 2 && input.is_floating_point(), op, ": expected a floating point input of at least 2 "
-             "dimensions (N, C, ...), got ", shape_str(input));
+  KILN_CHECK(input.dim() >= 2 && input.is_floating_point(), op,
+             ": expected a floating point input of at least 2 "
+             "dimensions (N, C, ...), got ",
+             shape_str(input));
   const int64_t c = input.size(1);
   for (const Tensor* t : {&weight, &bias, &running_mean, &running_var})
-    KILN_CHECK(!t->defined() || (t->dim() == 1 && t->size(0) == c), op, ": expected weight, bias and running "
-               "statistics of shape [", c, "] for input ", shape_str(input), ", got ", shape_str(*t));
+    KILN_CHECK(!t->defined() || (t->dim() == 1 && t->size(0) == c), op,
+               ": expected weight, bias and running "
+               "statistics of shape [",
+               c, "] for input ", shape_str(input), ", got ", shape_str(*t));
   KILN_CHECK(training || (running_mean.defined() && running_var.defined()), op,
              ": running_mean and running_var must be defined in evaluation mode (input ", shape_str(input), ")");
   std::vector<int64_t> axes{0}, channel_shape(input.dim(), 1);

@@ -267,7 +267,8 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
     const T step = steps > 1 ? (e - s) / T(steps - 1) : T(0);
     const int64_t half = steps == 1 ? 1 : steps / 2;  // one step is start
     std::vector<T> v(steps);
-    for (int64_t i = 0; i < steps; ++i) v[i] = i < half ? std::fma(step, T(i), s) : std::fma(-step, T(steps - i - 1), e);
+    for (int64_t i = 0; i < steps; ++i)
+      v[i] = i < half ? std::fma(step, T(i), s) : std::fma(-step, T(steps - i - 1), e);
     return from_values(v.data(), {steps}, float_dtype(o), o);
   };
   return float_dtype(o) == kFloat ? fill(0.0f) : fill(0.0);

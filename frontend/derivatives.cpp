@@ -266,15 +266,15 @@ const Op kNoGradient[] = {Op::Const, Op::Input, Op::Not, Op::Eq, Op::Ne, Op::Lt,
 
 const Derivative kViewRows[] = {
     {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},
-    {"PermuteBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
+    {"PermuteBackward0", kNone, false,
+     [](const BackwardArgs& a) -> TL {
        std::vector<int64_t> inverse(a.attrs.ints.size());
        for (size_t i = 0; i < inverse.size(); ++i) inverse[a.attrs.ints[i]] = int64_t(i);
        return {a.grad.permute(inverse)};
      }},
     {"ExpandBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {sum_to(a.grad, a.in_shapes[0])}; }},
-    {"AsStridedBackward0", kNone, false, [](const BackwardArgs& a) -> TL {
-       return {embed(a.grad, a.in_shapes[0], ir::unpack_view(a.attrs.ints))};
-     }},
+    {"AsStridedBackward0", kNone, false,
+     [](const BackwardArgs& a) -> TL { return {embed(a.grad, a.in_shapes[0], ir::unpack_view(a.attrs.ints))}; }},
 };
 
 // Backward node for one primitive or view: applies its row to the saved values.
@@ -432,8 +432,7 @@ Tensor view(const Tensor& self, ViewKind kind, Shape sizes, Shape strides, int64
   Tensor out = alias(self, std::move(sizes), std::move(strides), offset);
   const auto& base = self.unsafeGetTensorImpl()->view_base;
   out.unsafeGetTensorImpl()->view_base = base ? base : self.impl_ptr();
-  if (autograd::GradMode::is_enabled() && self.requires_grad())
-    attach(out, &view_derivative(kind), {self}, attrs);
+  if (autograd::GradMode::is_enabled() && self.requires_grad()) attach(out, &view_derivative(kind), {self}, attrs);
   return out;
 }
 

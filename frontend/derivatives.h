@@ -17,14 +17,14 @@ enum class ViewKind : uint8_t {
 };
 
 struct BackwardArgs {
-  const Tensor& grad;                 // gradient of the output
-  const TensorList& in;               // saved inputs (undefined where the row saves none)
-  const Tensor& out;                  // saved output (undefined unless the row saves it)
+  const Tensor& grad;    // gradient of the output
+  const TensorList& in;  // saved inputs (undefined where the row saves none)
+  const Tensor& out;     // saved output (undefined unless the row saves it)
   const Attrs& attrs;
   const std::vector<Shape>& in_shapes;
-  const std::vector<Shape>& in_strides;   // the inputs' layouts (a gradient may follow them)
+  const std::vector<Shape>& in_strides;  // the inputs' layouts (a gradient may follow them)
   const std::vector<ScalarType>& in_dtypes;
-  const std::vector<bool>& needs;     // which inputs want a gradient
+  const std::vector<bool>& needs;  // which inputs want a gradient
 };
 using BackwardFn = TensorList (*)(const BackwardArgs&);
 

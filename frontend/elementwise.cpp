@@ -7,9 +7,9 @@
 
 namespace kiln {
 
-using ir::Op;
 using detail::named;
 using detail::primitive;
+using ir::Op;
 
 // --- promotion and broadcasting ---
 
@@ -20,7 +20,7 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
   const Tensor& dimensioned = a.dim() > 0 ? a : b;
   const Tensor& zero_dim = a.dim() > 0 ? b : a;
   return dtype_category(zero_dim.dtype()) > dtype_category(dimensioned.dtype()) ? zero_dim.dtype()
-                                                                                 : dimensioned.dtype();
+                                                                                : dimensioned.dtype();
 }
 // A number is weaker still: it decides only where its category is higher, as int64 or the default
 // float dtype.
@@ -44,8 +44,8 @@ Shape broadcast(IntArrayRef a, IntArrayRef b, const char* op) {
     const int64_t da = i - (rank - int64_t(a.size())), db = i - (rank - int64_t(b.size()));
     const int64_t sa = da >= 0 ? a[da] : 1, sb = db >= 0 ? b[db] : 1;
     KILN_CHECK(sa == sb || sa == 1 || sb == 1, op, ": the size of tensor a (", sa,
-               ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i, " (shapes ",
-               a.vec(), " and ", b.vec(), ")");
+               ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i, " (shapes ", a.vec(),
+               " and ", b.vec(), ")");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;
@@ -106,9 +106,7 @@ Scalar scaled(const Scalar& b, const Scalar& alpha) {
 
 }  // namespace
 
-std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) {
-  return broadcast(a, b, "broadcast_shapes");
-}
+std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b) { return broadcast(a, b, "broadcast_shapes"); }
 
 // --- unary ---
 
@@ -137,8 +135,8 @@ Tensor relu(const Tensor& x) { return named(where(x <= 0, 0, x), "ReluBackward0"
 Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
-  KILN_CHECK(approximate == "none" || approximate == "tanh",
-             "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  KILN_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '",
+             approximate, "'");
   Tensor xf = float_input(x);
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);
@@ -205,7 +203,9 @@ Tensor lt(const Tensor& a, const Tensor& b) { return binary(Op::Lt, a, b, "lt");
 Tensor le(const Tensor& a, const Tensor& b) { return binary(Op::Le, a, b, "le"); }
 Tensor gt(const Tensor& a, const Tensor& b) { return binary(Op::Gt, a, b, "gt"); }
 Tensor ge(const Tensor& a, const Tensor& b) { return binary(Op::Ge, a, b, "ge"); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(Op::Mul, a.to(kBool), b.to(kBool), "logical_and"); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return binary(Op::Mul, a.to(kBool), b.to(kBool), "logical_and");
+}
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(Op::Max, a.to(kBool), b.to(kBool), "logical_or"); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -244,9 +244,7 @@ Tensor addcdiv(const Tensor& self, const Tensor& a, const Tensor& b, const Scala
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   return allclose(a, b, rtol, atol, /*equal_nan=*/false);
 }
-bool equal(const Tensor& a, const Tensor& b) {
-  return a.sizes() == b.sizes() && (a == b).all().item<bool>();
-}
+bool equal(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes() && (a == b).all().item<bool>(); }
 
 // --- operators ---
 

@@ -4,10 +4,10 @@
 
 namespace kiln {
 
-using ir::Op;
 using detail::named;
 using detail::primitive;
 using detail::wrap_dim;
+using ir::Op;
 
 namespace {
 
@@ -28,8 +28,8 @@ void check_matmul_dtypes(const Tensor& a, const Tensor& b, const char* op) {
 Tensor mm(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D tensors, got ", detail::shape_str(a), " and ",
              detail::shape_str(b));
-  KILN_CHECK(a.size(1) == b.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x",
-             a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+  KILN_CHECK(a.size(1) == b.size(0), "mm: mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(1),
+             " and ", b.size(0), "x", b.size(1), ")");
   check_matmul_dtypes(a, b, "mm");
   return named(batched(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0), "MmBackward0", {a, b});
 }
@@ -37,19 +37,19 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 Tensor bmm(const Tensor& a, const Tensor& b) {
   KILN_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-D tensors, got ", detail::shape_str(a), " and ",
              detail::shape_str(b));
-  KILN_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes cannot be multiplied (",
-             a.sizes().vec(), " and ", b.sizes().vec(), ")");
+  KILN_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm: shapes cannot be multiplied (", a.sizes().vec(),
+             " and ", b.sizes().vec(), ")");
   check_matmul_dtypes(a, b, "bmm");
   return batched(a, b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need to be at least 1D, but they are ",
-             a.dim(), "D and ", b.dim(), "D");
+  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need to be at least 1D, but they are ", a.dim(),
+             "D and ", b.dim(), "D");
   check_matmul_dtypes(a, b, "matmul");
   if (a.dim() == 1 && b.dim() == 1) {
-    KILN_CHECK(a.size(0) == b.size(0), "matmul: inconsistent tensor size, expected tensor [", a.size(0),
-               "] and src [", b.size(0), "] to have the same number of elements");
+    KILN_CHECK(a.size(0) == b.size(0), "matmul: inconsistent tensor size, expected tensor [", a.size(0), "] and src [",
+               b.size(0), "] to have the same number of elements");
     return named(mm(a.unsqueeze(0), b.unsqueeze(1)).reshape({}), "DotBackward0", {a, b});
   }
   if (a.dim() <= 2 && b.dim() <= 2) {
@@ -69,8 +69,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape batch_a(a2.sizes().begin(), a2.sizes().end() - 2), batch_b(b2.sizes().begin(), b2.sizes().end() - 2);
   for (size_t i = 1; i <= std::min(batch_a.size(), batch_b.size()); ++i) {
     const int64_t sa = batch_a[batch_a.size() - i], sb = batch_b[batch_b.size() - i];
-    KILN_CHECK(sa == sb || sa == 1 || sb == 1, "matmul: batch dimensions do not broadcast (shapes ",
-               a.sizes().vec(), " and ", b.sizes().vec(), ")");
+    KILN_CHECK(sa == sb || sa == 1 || sb == 1, "matmul: batch dimensions do not broadcast (shapes ", a.sizes().vec(),
+               " and ", b.sizes().vec(), ")");
   }
   Shape batch = broadcast_shapes(batch_a, batch_b);
   Shape out = batch;
@@ -89,8 +89,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  KILN_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1), "linear: input ",
-             detail::shape_str(x), " and weight ", detail::shape_str(weight), " cannot be multiplied");
+  KILN_CHECK(x.dim() >= 1 && weight.dim() == 2 && x.size(-1) == weight.size(1), "linear: input ", detail::shape_str(x),
+             " and weight ", detail::shape_str(weight), " cannot be multiplied");
   Tensor y = matmul(x, weight.t());
   if (!bias.defined()) return y;
   // libtorch 1.13 computes a 2-D input with addmm, a contiguous 3-D one with addmm on its rows
@@ -107,8 +107,8 @@ void check_index(const Tensor& index, int64_t size, const char* op, const Tensor
   KILN_CHECK(index.dtype() == kLong, op, ": expected an int64 index, got ", detail::shape_str(index));
   if (!index.unsafeGetTensorImpl()->storage->node->computed() || index.numel() == 0) return;
   for (int64_t i : index.to_vector<int64_t>())
-    KILN_CHECK(i >= 0 && i < size, op, ": index ", i, " is out of bounds for dimension with size ", size,
-               " (self ", detail::shape_str(self), ", index ", detail::shape_str(index), ")");
+    KILN_CHECK(i >= 0 && i < size, op, ": index ", i, " is out of bounds for dimension with size ", size, " (self ",
+               detail::shape_str(self), ", index ", detail::shape_str(index), ")");
 }
 }  // namespace
 
@@ -128,9 +128,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   KILN_CHECK(index.dim() == x.dim(), "gather: index tensor must have the same number of dimensions as input (",
              detail::shape_str(x), " and index ", detail::shape_str(index), ")");
   for (int64_t i = 0; i < x.dim(); ++i)
-    KILN_CHECK(i == d || index.size(i) <= x.size(i), "gather: size does not match at dimension ", i,
-               " expected index ", index.sizes().vec(), " to be smaller than self ", x.sizes().vec(),
-               " apart from dimension ", d);
+    KILN_CHECK(i == d || index.size(i) <= x.size(i), "gather: size does not match at dimension ", i, " expected index ",
+               index.sizes().vec(), " to be smaller than self ", x.sizes().vec(), " apart from dimension ", d);
   // A 0-d input gathers from its one element, as a 1-element vector.
   if (x.dim() == 0) return gather(x.reshape({1}), 0, index.reshape({1})).reshape({});
   check_index(index, x.size(d), "gather", x);
@@ -169,8 +168,8 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   s[d] = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& p = parts[i];
-    KILN_CHECK(p.dim() == first.dim(), "cat: tensors must have same number of dimensions: got ", first.dim(),
-               " and ", p.dim(), " (tensor ", i, " is ", detail::shape_str(p), ")");
+    KILN_CHECK(p.dim() == first.dim(), "cat: tensors must have same number of dimensions: got ", first.dim(), " and ",
+               p.dim(), " (tensor ", i, " is ", detail::shape_str(p), ")");
     for (int64_t k = 0; k < p.dim(); ++k)
       KILN_CHECK(k == d || p.size(k) == first.size(k), "cat: sizes of tensors must match except in dimension ", d,
                  ". Expected size ", first.size(k), " but got size ", p.size(k), " for tensor number ", i,

@@ -63,7 +63,8 @@ void check_pointwise(const Tensor& input, const Tensor& target, const char* op) 
                " have different sizes that cannot be broadcast together");
   }
   warn_once(op, detail::concat("using a target size (", target.sizes().vec(), ") that is different to the input size (",
-                               input.sizes().vec(), "). This will likely lead to incorrect results due to "
+                               input.sizes().vec(),
+                               "). This will likely lead to incorrect results due to "
                                "broadcasting. Please ensure they have the same size."));
 }
 
@@ -109,9 +110,10 @@ int64_t check_class_target(const Tensor& input, const Tensor& target, int64_t ig
 void check_class_weight(const Tensor& weight, const Tensor& input, int64_t class_dim, const char* op) {
   if (!weight.defined()) return;
   check_floating(weight, op, "weight");
-  KILN_CHECK(weight.dim() == 1 && weight.numel() == input.size(class_dim), op, ": weight tensor should be defined "
-             "either for all ", input.size(class_dim), " classes or no classes but got weight tensor of shape ",
-             shape_str(weight));
+  KILN_CHECK(weight.dim() == 1 && weight.numel() == input.size(class_dim), op,
+             ": weight tensor should be defined "
+             "either for all ",
+             input.size(class_dim), " classes or no classes but got weight tensor of shape ", shape_str(weight));
 }
 
 // [C] weights shaped to broadcast along the class dimension of `input`.
@@ -213,8 +215,10 @@ Tensor cross_entropy_probabilities(const Tensor& logits, const Tensor& target, c
                                    int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
   check_floating(logits, op, "input");
-  KILN_CHECK(target.is_floating_point(), op, ": expected floating point type for target with class probabilities, "
-             "got ", shape_str(target), " (class indices need a target without the class dimension)");
+  KILN_CHECK(target.is_floating_point(), op,
+             ": expected floating point type for target with class probabilities, "
+             "got ",
+             shape_str(target), " (class indices need a target without the class dimension)");
   KILN_CHECK(ignore_index < 0, op, ": ignore_index is not supported for floating point target");
   const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
   check_class_weight(weight, logits, class_dim, op);
@@ -275,9 +279,8 @@ Tensor cross_entropy_loss(const Tensor& logits, const Tensor& target, const Tens
   if (label_smoothing == 0) return logits.dim() <= 2 ? named(nll, "NllLossBackward0", {logits}) : nll;
   Tensor log_probs = (logits - max) - log_sum;
   // The uniform part: -sum over classes of log p (weighted per class), zero where ignored.
-  Tensor all_classes = weight.defined()
-                           ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim)
-                           : log_probs;
+  Tensor all_classes =
+      weight.defined() ? log_probs * weight_along_classes(weight.to(logits.dtype()), logits, class_dim) : log_probs;
   Tensor smooth = (-all_classes.sum({class_dim}, /*keepdim=*/true)).masked_fill(targets.ignored, 0.0);
   Tensor smooth_reduced = reduce_by_weight(smooth, r, targets);
   const double classes = double(logits.size(class_dim));
@@ -291,7 +294,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   check_floating(input, op, "input");
   check_floating(target, op, "target");
   KILN_CHECK(input.sizes() == target.sizes(), op, ": using a target size (", shape_str(target),
-             ") that is different to the input size (", shape_str(input), ") is deprecated. Please ensure they have "
+             ") that is different to the input size (", shape_str(input),
+             ") is deprecated. Please ensure they have "
              "the same size.");
   Tensor loss = -(target * clamped_log(input) + (1 - target) * clamped_log(1 - input));
   if (check_elementwise_weight(weight, input, op, "weight")) loss = loss * weight;

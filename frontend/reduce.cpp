@@ -8,10 +8,10 @@
 
 namespace kiln {
 
-using ir::Op;
 using detail::named;
 using detail::primitive;
 using detail::wrap_dim;
+using ir::Op;
 
 namespace {
 
@@ -104,8 +104,10 @@ Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   ScalarType t = dtype.value_or(x.dtype());
-  KILN_CHECK(is_floating(t), "mean: could not infer output dtype. Input dtype must be either a floating point "
-             "or complex dtype. Got: ", x.dtype());
+  KILN_CHECK(is_floating(t),
+             "mean: could not infer output dtype. Input dtype must be either a floating point "
+             "or complex dtype. Got: ",
+             x.dtype());
   auto axes = normalize_axes(x, dims, "mean");
   return named(sum(x, dims, keepdim, t) / double(count_over(x, axes)), "MeanBackward1", {x});
 }
@@ -249,9 +251,13 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return k
 Tensor Tensor::var(IntArrayRef dims, bool unbiased, bool keepdim) const {
   return kiln::var(*this, dims, unbiased, keepdim);
 }
-Tensor Tensor::std(IntArrayRef dims, bool unbiased, bool keepdim) const { return kiln::std(*this, dims, unbiased, keepdim); }
+Tensor Tensor::std(IntArrayRef dims, bool unbiased, bool keepdim) const {
+  return kiln::std(*this, dims, unbiased, keepdim);
+}
 Tensor Tensor::norm(const Scalar& p) const { return kiln::norm(*this, p); }
-Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const { return kiln::norm(*this, p, dims, keepdim); }
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
+  return kiln::norm(*this, p, dims, keepdim);
+}
 Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return kiln::logsumexp(*this, dims, keepdim); }
 Tensor Tensor::all() const { return kiln::all(*this); }
 Tensor Tensor::all(int64_t dim, bool keepdim) const { return kiln::all(*this, dim, keepdim); }

@@ -119,8 +119,8 @@ std::vector<T> Tensor::to_vector() const {
   return out;
 }
 
-#define KILN_INSTANTIATE(T)                             \
-  template T Tensor::item<T>() const;                   \
+#define KILN_INSTANTIATE(T)           \
+  template T Tensor::item<T>() const; \
   template std::vector<T> Tensor::to_vector<T>() const;
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
@@ -158,11 +158,14 @@ autograd::AutogradMeta& meta(TensorImpl& impl) {
 bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool r) const {
-  KILN_CHECK(is_leaf() || r, "requires_grad_: you can only change requires_grad flags of leaf "
+  KILN_CHECK(is_leaf() || r,
+             "requires_grad_: you can only change requires_grad flags of leaf "
              "variables. If you want to use a computed variable in a subgraph that doesn't require "
              "differentiation use var_no_grad = var.detach().");
-  KILN_CHECK(!r || is_floating_point(), "requires_grad_: only Tensors of floating point dtype can "
-             "require gradients (got ", dtype(), ")");
+  KILN_CHECK(!r || is_floating_point(),
+             "requires_grad_: only Tensors of floating point dtype can "
+             "require gradients (got ",
+             dtype(), ")");
   meta(impl()).requires_grad = r;
   return const_cast<Tensor&>(*this);
 }
@@ -210,8 +213,8 @@ bool Tensor::retains_grad() const { return impl().autograd && impl().autograd->r
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
                       std::optional<TensorList> inputs) const {
   KILN_CHECK(!inputs || !inputs->empty(), "backward: 'inputs' argument to backward cannot be empty");
-  autograd::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{}, retain_graph,
-                     create_graph, inputs.value_or(TensorList{}));
+  autograd::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{}, retain_graph, create_graph,
+                     inputs.value_or(TensorList{}));
 }
 
 Tensor Tensor::detach() const { return detail::alias(*this, impl().sizes, impl().strides, impl().offset); }
@@ -393,8 +396,10 @@ Tensor& Tensor::assign_view_with_history(const Tensor& value) const {
   KILN_CHECK(base.storage_offset() == 0 && base.is_contiguous() && base.numel() == self.storage->numel,
              "in-place op: writing a value that requires grad into a view (", detail::shape_str(*this),
              ") of a tensor that does not own its storage is not supported");
-  KILN_CHECK(!(base.requires_grad() && base.is_leaf()), "in-place op: a view of a leaf Variable that requires "
-             "grad is being used in an in-place operation (view ", detail::shape_str(*this), ")");
+  KILN_CHECK(!(base.requires_grad() && base.is_leaf()),
+             "in-place op: a view of a leaf Variable that requires "
+             "grad is being used in an in-place operation (view ",
+             detail::shape_str(*this), ")");
   const ir::View window{self.sizes, self.strides, self.offset};
   const int64_t n = self.storage->numel;
   Tensor written = detail::primitive(ir::Op::WriteView, {base.reshape({n}), value}, {n}, dtype(),
@@ -446,8 +451,7 @@ Tensor& Tensor::assign_(const Tensor& value_in) const {
     n.op = ir::Op::WriteView;
     n.dtype = dtype();
     n.shape = {self.storage->numel};
-    n.inputs = {ir::Operand{self.storage->node, ir::View{{self.storage->numel}, {1}, 0}},
-                detail::operand(value)};
+    n.inputs = {ir::Operand{self.storage->node, ir::View{{self.storage->numel}, {1}, 0}}, detail::operand(value)};
     n.ints = ir::pack_view(ir::View{self.sizes, self.strides, self.offset});
     content = tracer::record(std::move(n));
   }

@@ -68,12 +68,15 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
   // --- reading values (these flush) ---
-  template <typename T> T item() const;
+  template <typename T>
+  T item() const;
   Scalar item() const;
-  template <typename T> T* data_ptr() const;
-  void* data_ptr() const;                                  // for writing too: later ops read the memory (tensor.cpp)
-  const void* const_data_ptr() const;                      // for reading only (as libtorch 2's)
-  template <typename T> std::vector<T> to_vector() const;  // contiguous copy of the values
+  template <typename T>
+  T* data_ptr() const;
+  void* data_ptr() const;              // for writing too: later ops read the memory (tensor.cpp)
+  const void* const_data_ptr() const;  // for reading only (as libtorch 2's)
+  template <typename T>
+  std::vector<T> to_vector() const;  // contiguous copy of the values
 
   // --- autograd ---
   bool requires_grad() const;
@@ -87,8 +90,8 @@ class Tensor {
   int64_t _version() const;
   void retain_grad();
   bool retains_grad() const;
-  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, std::optional<TensorList> inputs = std::nullopt) const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                std::optional<TensorList> inputs = std::nullopt) const;
   Tensor detach() const;
   Tensor& detach_() const;
   // Hooks see the gradient of this tensor; one returning a tensor replaces the gradient.

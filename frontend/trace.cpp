@@ -166,8 +166,8 @@ Tensor alias(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
 
 int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
   const int64_t lo = -std::max<int64_t>(rank, 1), hi = std::max<int64_t>(rank, 1) - 1;
-  KILN_CHECK(dim >= lo && dim <= hi, op, ": dimension out of range (expected to be in range of [", lo,
-             ", ", hi, "], but got ", dim, ")");
+  KILN_CHECK(dim >= lo && dim <= hi, op, ": dimension out of range (expected to be in range of [", lo, ", ", hi,
+             "], but got ", dim, ")");
   return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
 }
 

@@ -17,8 +17,8 @@ namespace {
 
 // Resolves one -1 in `shape` against `numel`, checking that the product matches.
 Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, const Tensor& self) {
-  KILN_CHECK(int(shape.size()) <= kMaxDims, op, ": at most ", kMaxDims, " dimensions are supported, got ",
-             shape.vec(), " (input ", detail::shape_str(self), ")");
+  KILN_CHECK(int(shape.size()) <= kMaxDims, op, ": at most ", kMaxDims, " dimensions are supported, got ", shape.vec(),
+             " (input ", detail::shape_str(self), ")");
   Shape out = shape;
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -31,12 +31,12 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, const Tensor
     }
   }
   if (infer >= 0) {
-    KILN_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape.vec(), "' is invalid for input of size ",
-               numel, " (input ", detail::shape_str(self), ")");
+    KILN_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape.vec(), "' is invalid for input of size ", numel,
+               " (input ", detail::shape_str(self), ")");
     out[infer] = numel / known;
   }
-  KILN_CHECK(numel_of(out) == numel, op, ": shape '", shape.vec(), "' is invalid for input of size ", numel,
-             " (input ", detail::shape_str(self), ")");
+  KILN_CHECK(numel_of(out) == numel, op, ": shape '", shape.vec(), "' is invalid for input of size ", numel, " (input ",
+             detail::shape_str(self), ")");
   return out;
 }
 
@@ -73,7 +73,8 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
 Tensor Tensor::view(IntArrayRef shape) const {
   Shape s = infer_shape(shape, numel(), "view", *this);
   auto st = view_strides(sizes().vec(), strides().vec(), s);
-  KILN_CHECK(st, "view: view size is not compatible with input tensor's size and stride (at least one "
+  KILN_CHECK(st,
+             "view: view size is not compatible with input tensor's size and stride (at least one "
              "dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ",
              detail::shape_str(*this), ", shape ", s, ")");
   return detail::view(*this, ViewKind::Reshape, s, *st, storage_offset());
@@ -165,8 +166,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   KILN_CHECK(dim() > 0, "select: cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = size(d);
-  KILN_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ",
-             sizes().vec(), " at dimension ", d);
+  KILN_CHECK(index >= -n && index < n, "select: index ", index, " out of range for tensor of size ", sizes().vec(),
+             " at dimension ", d);
   return named(window(*this, d, index < 0 ? index + n : index, 1, 1, true), "SelectBackward0", {*this});
 }
 

@@ -43,15 +43,17 @@ struct Kernel {
                                   // the trailing dims (rows) in phases, a phase's prologue reading
                                   // earlier phases' results, and may write per-element outputs too
   std::vector<Read> reads;
-  std::vector<int> outputs;       // nodes written to memory, contiguously in the node's shape: in
-                                  // a Reduction, per-element outputs first, then per-row ones
-  Shape domain;                   // coalesced iteration space (a Reduction's: its input's)
-  std::vector<bool> reduced;      // Reduction: which domain dims are reduced
+  std::vector<int> outputs;          // nodes written to memory, contiguously in the node's shape: in
+                                     // a Reduction, per-element outputs first, then per-row ones
+  Shape domain;                      // coalesced iteration space (a Reduction's: its input's)
+  std::vector<bool> reduced;         // Reduction: which domain dims are reduced
   ir::Node* library_node = nullptr;  // Library: the node to run
 
   // A reduction whose innermost reduced dim is shorter than half a vector (pooling windows): it is
   // vectorized across the kept dims instead of along its rows.
-  bool narrow_rows() const { return kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8; }
+  bool narrow_rows() const {
+    return kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8;
+  }
   // A narrow-rows reduction's window: its reduced dims of at most 8 elements have their extents
   // compiled in, so that the window's loops unroll into registers. 0 for other dims and kernels.
   int64_t window_extent(size_t d) const { return narrow_rows() && reduced[d] && domain[d] <= 8 ? domain[d] : 0; }

@@ -85,8 +85,8 @@ constexpr int kMaxRowKernelElementOutputs = 1;  // see Partitioner::run
 
 struct Proto {
   Kernel::Kind kind;
-  Shape domain;     // where members are computed (a reduction's: its input's shape)
-  Shape out_shape;  // Reduction: the reduced shape, the domain of its epilogue
+  Shape domain;               // where members are computed (a reduction's: its input's shape)
+  Shape out_shape;            // Reduction: the reduced shape, the domain of its epilogue
   std::vector<int64_t> axes;  // Reduction: the reduced axes
   std::vector<int> members;
 };
@@ -213,9 +213,7 @@ class Partitioner {
 
  private:
   Node* node(int i) const { return plan_.steps[i].node; }
-  int pending(const Node* p) const {
-    return p->pass == stamp_ ? int(p->pass_value) : -1;
-  }
+  int pending(const Node* p) const { return p->pass == stamp_ ? int(p->pass_value) : -1; }
 
   // Element i may not join row kernel p (see run).
   bool kept_out(int i, int p) const {
@@ -313,11 +311,12 @@ class Partitioner {
         }
       }
       if (join < 0) {
-        Kernel::Kind kind = is_pointwise(nd)     ? Kernel::Kind::Pointwise
+        Kernel::Kind kind = is_pointwise(nd)   ? Kernel::Kind::Pointwise
                             : is_reduction(nd) ? Kernel::Kind::Reduction
                                                : Kernel::Kind::Library;
         Shape domain = kind == Kernel::Kind::Reduction ? nd.inputs[0].view.sizes : nd.shape;
-        protos_.push_back({kind, domain, nd.shape, kind == Kernel::Kind::Reduction ? nd.ints : std::vector<int64_t>{}, {}});
+        protos_.push_back(
+            {kind, domain, nd.shape, kind == Kernel::Kind::Reduction ? nd.ints : std::vector<int64_t>{}, {}});
         join = int(protos_.size()) - 1;
       }
       protos_[join].members.push_back(i);
@@ -475,7 +474,8 @@ class Partitioner {
           if (in.view.sizes[d] == 1) r.strides[d] = 0;
         int index = -1;
         for (size_t e = 0; e < k.reads.size() && index < 0; ++e)
-          if (k.reads[e].node == r.node && k.reads[e].strides == r.strides && k.reads[e].offset == r.offset) index = int(e);
+          if (k.reads[e].node == r.node && k.reads[e].strides == r.strides && k.reads[e].offset == r.offset)
+            index = int(e);
         if (index < 0) {
           k.reads.push_back(r);
           index = int(k.reads.size()) - 1;
@@ -507,7 +507,7 @@ class Partitioner {
 
   const Plan& plan_;
   const int n_;
-  const uint64_t stamp_ = begin_pass();  // marks the plan's nodes (ir::Node::pass)
+  const uint64_t stamp_ = begin_pass();                      // marks the plan's nodes (ir::Node::pass)
   std::vector<std::vector<std::pair<int, int>>> consumers_;  // step -> (consumer step, operand)
   std::vector<Proto> protos_;
   std::vector<int> kernel_of_;

@@ -18,8 +18,8 @@ static void chain_of_ops(benchmark::State& state, bool requires_grad) {
     y = torch::Tensor();  // freeing the graph is part of what an op costs
     settle();             // the chain is dead: kiln's flush computes nothing
   }
-  state.counters["per_op_ns"] =
-      benchmark::Counter(double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_op_ns"] = benchmark::Counter(
+      double(kOps) * 1e-9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 // The same chain, its result live and read (end to end: tracing, the flush with its plan cached,
 // one fused kernel's launch, the read; libtorch runs each op's kernel as it goes).

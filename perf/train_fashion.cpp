@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
       correct += logits.argmax(1).eq(test_y.narrow(0, first, 1000)).sum().item<int64_t>();
     }
     accuracy = double(correct) / double(test_x.size(0));
-    std::printf("epoch %d seconds %.2f loss %.4f accuracy %.4f\n", epoch, seconds, loss_sum / double((n + batch - 1) / batch),
-                accuracy);
+    std::printf("epoch %d seconds %.2f loss %.4f accuracy %.4f\n", epoch, seconds,
+                loss_sum / double((n + batch - 1) / batch), accuracy);
     std::fflush(stdout);
   }
   std::printf("accuracy %.4f seconds_per_epoch %.2f\n", accuracy, total / epochs);

@@ -19,7 +19,10 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
-  template <typename T> T* as() const { return static_cast<T*>(data_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
   bool borrowed() const { return borrowed_; }
   // Stops using the caller's memory: its bytes are copied into memory of the buffer's own first,
   // so that whoever holds the buffer still reads them, and then it is released.

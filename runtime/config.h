@@ -7,11 +7,11 @@
 namespace kiln {
 
 struct Config {
-  bool lazy = true;                // KILN_LAZY=0 runs every op at once (the eager baseline)
+  bool lazy = true;                  // KILN_LAZY=0 runs every op at once (the eager baseline)
   int64_t segment_node_cap = 20000;  // KILN_SEGMENT_CAP: a segment this long is flushed
-  std::string backend = "halide";  // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
-  std::string log_level = "warn";  // KILN_LOG
-  int num_threads = 0;             // KILN_NUM_THREADS, 0 = all cores: the start; get/set_num_threads hold the current
+  std::string backend = "halide";    // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
+  std::string log_level = "warn";    // KILN_LOG
+  int num_threads = 0;               // KILN_NUM_THREADS, 0 = all cores: the start; get/set_num_threads hold the current
   // KILN_COMPILE=background: a kernel that is neither in memory nor on disk is compiled on other
   // threads while the interpreter runs it; a later flush launches it once built. The default
   // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
@@ -20,8 +20,8 @@ struct Config {
   // differential tests' reference (the interpreter) runs so, to check those passes too.
   bool rewrite_plans = true;
   // Paths and tools.
-  std::string cache_dir;      // KILN_CACHE_DIR, else $HOME/.cache/kiln, else kiln-cache in the temporary folder
-  std::string dump_dir;       // KILN_DUMP: a folder for each new kernel's lowered Halide statement or CUDA source
+  std::string cache_dir;  // KILN_CACHE_DIR, else $HOME/.cache/kiln, else kiln-cache in the temporary folder
+  std::string dump_dir;   // KILN_DUMP: a folder for each new kernel's lowered Halide statement or CUDA source
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // KILN_DATA_DIR: Fashion-MNIST's IDX files
   std::string kernel_linker;  // KILN_CXX: a C++ driver to link kernels with (empty: ld itself)
   // KILN_HALIDE_COMPILER: the compiler module's path (empty: the build tree's, else the installed one).

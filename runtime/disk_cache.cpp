@@ -95,9 +95,7 @@ std::string DiskCache::entry_path(const std::string& key, const std::string& ext
   return dir_ + "/" + entry_stem(key) + ext;
 }
 
-std::string DiskCache::temp_path(const std::string& ext) const {
-  return dir_ + "/.tmp-" + unique_suffix() + ext;
-}
+std::string DiskCache::temp_path(const std::string& ext) const { return dir_ + "/.tmp-" + unique_suffix() + ext; }
 
 // An entry is a content file named by its key's and its content's hashes, and a sidecar (named
 // by the key) that names the content file and records its size, checksum and full key. Writers

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ostream>
+#include <type_traits>
 
 namespace kiln {
 
@@ -55,8 +56,8 @@ inline bool is_reduced_float(ScalarType t) { return t == kHalf || t == kBFloat16
 inline bool is_integer(ScalarType t) { return t == kLong || t == kInt || t == kShort || t == kChar || t == kByte; }
 // Integer types narrower than int64: computed as int64 and wrapped to their width.
 inline bool is_narrow_integer(ScalarType t) { return is_integer(t) && t != kLong; }
-const char* dtype_name(ScalarType t);          // "float32"
-const char* torch_type_name(ScalarType t);     // "CPUFloatType", as libtorch prints it
+const char* dtype_name(ScalarType t);       // "float32"
+const char* torch_type_name(ScalarType t);  // "CPUFloatType", as libtorch prints it
 inline std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << dtype_name(t); }
 
 // Category rank used by promotion: bool < integer < floating.
@@ -246,34 +247,32 @@ inline void write_integer_element(void* base, ScalarType t, int64_t i, int64_t v
   }
 }
 
-template <typename T> constexpr ScalarType dtype_of();
-template <> constexpr ScalarType dtype_of<bool>() { return kBool; }
-template <> constexpr ScalarType dtype_of<int64_t>() { return kLong; }
-template <> constexpr ScalarType dtype_of<float>() { return kFloat; }
-template <> constexpr ScalarType dtype_of<double>() { return kDouble; }
-template <>
-constexpr ScalarType dtype_of<uint8_t>() {
-  return kByte;
-}
-template <>
-constexpr ScalarType dtype_of<int8_t>() {
-  return kChar;
-}
-template <>
-constexpr ScalarType dtype_of<int16_t>() {
-  return kShort;
-}
-template <>
-constexpr ScalarType dtype_of<int32_t>() {
-  return kInt;
-}
-template <>
-constexpr ScalarType dtype_of<Half>() {
-  return kHalf;
-}
-template <>
-constexpr ScalarType dtype_of<BFloat16>() {
-  return kBFloat16;
+// The dtype of a C++ element type (a host value of a tensor: data_ptr<T>, item<T>).
+template <typename T>
+constexpr ScalarType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return kBool;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return kLong;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return kFloat;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return kDouble;
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    return kByte;
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    return kChar;
+  } else if constexpr (std::is_same_v<T, int16_t>) {
+    return kShort;
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return kInt;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return kHalf;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return kBFloat16;
+  } else {
+    static_assert(sizeof(T) == 0, "no kiln dtype holds this C++ type");
+  }
 }
 
 }  // namespace kiln

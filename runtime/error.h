@@ -27,7 +27,7 @@ std::string concat(const Args&... args) {
 }  // namespace kiln
 
 // KILN_CHECK(cond, "op: message ", shape, ...) throws kiln::Error with the concatenated message.
-#define KILN_CHECK(cond, ...) \
-  do {                        \
+#define KILN_CHECK(cond, ...)                                              \
+  do {                                                                     \
     if (!(cond)) throw ::kiln::Error(::kiln::detail::concat(__VA_ARGS__)); \
   } while (0)

@@ -7,15 +7,15 @@
 namespace kiln {
 
 struct Stats {
-  int64_t ops_traced = 0;        // IR nodes recorded
-  int64_t flushes = 0;           // segments turned into buffers
-  int64_t nodes_executed = 0;    // IR nodes computed by flushes
-  int64_t kernel_launches = 0;   // kernels run (the interpreter runs one per node)
-  int64_t kernels_compiled = 0;  // kernels built in this process
-  int64_t kernels_loaded = 0;    // kernels taken from the disk cache
-  int64_t kernel_cache_hits = 0; // launches whose kernel was already loaded in this process
-  int64_t compile_ms = 0;        // time spent building kernels
-  int64_t kernels_failed = 0;    // kernels a backend could not build, run on the interpreter instead
+  int64_t ops_traced = 0;         // IR nodes recorded
+  int64_t flushes = 0;            // segments turned into buffers
+  int64_t nodes_executed = 0;     // IR nodes computed by flushes
+  int64_t kernel_launches = 0;    // kernels run (the interpreter runs one per node)
+  int64_t kernels_compiled = 0;   // kernels built in this process
+  int64_t kernels_loaded = 0;     // kernels taken from the disk cache
+  int64_t kernel_cache_hits = 0;  // launches whose kernel was already loaded in this process
+  int64_t compile_ms = 0;         // time spent building kernels
+  int64_t kernels_failed = 0;     // kernels a backend could not build, run on the interpreter instead
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
 };

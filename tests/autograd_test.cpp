@@ -228,7 +228,7 @@ TEST(Autograd, RequiresGradFlags) {
 TEST(Autograd, HooksModifyAndObserve) {
   Tensor x = kiln::tensor({1.0, 2.0}, kiln::requires_grad());
   Tensor seen;
-  x.register_hook([&](Tensor g) { seen = g; });                  // void hook: observes
+  x.register_hook([&](Tensor g) { seen = g; });                         // void hook: observes
   unsigned doubling = x.register_hook([](Tensor g) { return g * 2; });  // replaces the gradient
   (x * x).sum().backward();
   EXPECT_EQ(vals(seen), (std::vector<double>{2, 4}));
@@ -289,7 +289,9 @@ TEST(Autograd, VersionCounter) {
   } catch (const kiln::Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("one of the variables needed for gradient computation has been modified by an inplace "
-                       "operation"), std::string::npos) << msg;
+                       "operation"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("is at version 1; expected version 0 instead"), std::string::npos) << msg;
   }
   // A view shares the version counter of its base.
@@ -310,26 +312,132 @@ TEST(Autograd, InPlaceOnNonLeafRebasesHistory) {
     std::vector<double> grad;                // d sum(y) / dx at x = {1, 2, 4}
   };
   const std::vector<Case> cases = {
-      {"add_", [](const Tensor& x) { Tensor y = x * 2; y.add_(1); return y; }, {2, 2, 2}},
-      {"+= tensor", [](const Tensor& x) { Tensor y = x * 2; y += x * x; return y; }, {4, 6, 10}},
-      {"sub_ alpha", [](const Tensor& x) { Tensor y = x * 2; y.sub_(x, 3); return y; }, {-1, -1, -1}},
-      {"mul_ scalar", [](const Tensor& x) { Tensor y = x * 2; y.mul_(3); return y; }, {6, 6, 6}},
-      {"*= tensor", [](const Tensor& x) { Tensor y = x * 2; y *= x; return y; }, {4, 8, 16}},
-      {"div_", [](const Tensor& x) { Tensor y = x * x; y.div_(x * 2); return y; }, {0.5, 0.5, 0.5}},
-      {"/= scalar", [](const Tensor& x) { Tensor y = x + 0; y /= 4; return y; }, {0.25, 0.25, 0.25}},
-      {"sqrt_", [](const Tensor& x) { Tensor y = x * 4; y.sqrt_(); return y; }, {1, 1 / std::sqrt(2.0), 0.5}},
-      {"relu_", [](const Tensor& x) { Tensor y = x - 1.5; y.relu_(); return y; }, {0, 1, 1}},
-      {"clamp_", [](const Tensor& x) { Tensor y = x * 1; y.clamp_(1.5, 3); return y; }, {0, 1, 0}},
-      {"masked_fill_", [](const Tensor& x) { Tensor y = x * 3; y.masked_fill_(x > 3, 0); return y; }, {3, 3, 0}},
-      {"addcmul_", [](const Tensor& x) { Tensor y = x * 1; y.addcmul_(x, x, 0.5); return y; }, {2, 3, 5}},
-      {"addcdiv_", [](const Tensor& x) { Tensor y = x * 1; y.addcdiv_(x, kiln::full({3}, 2.0, kiln::kDouble)); return y; },
-       {1.5, 1.5, 1.5}},
-      {"lerp_", [](const Tensor& x) { Tensor y = x * 1; y.lerp_(x * 3, 0.5); return y; }, {2, 2, 2}},
-      {"copy_", [](const Tensor& x) { Tensor y = kiln::zeros({3}, kiln::kDouble); y.copy_(x * 5); return y; }, {5, 5, 5}},
-      {"copy_ from a leaf", [](const Tensor& x) { Tensor y = kiln::zeros({3}, kiln::kDouble); y.copy_(x); return y * 2; },
+      {"add_",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.add_(1);
+         return y;
+       },
        {2, 2, 2}},
-      {"chain", [](const Tensor& x) { Tensor y = x * 2; y.add_(x).mul_(x).sub_(1); return y; }, {6, 12, 24}},
-      {"use before in-place", [](const Tensor& x) { Tensor y = x * 2; Tensor z = y + x; y.add_(1); return z + y; },
+      {"+= tensor",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y += x * x;
+         return y;
+       },
+       {4, 6, 10}},
+      {"sub_ alpha",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.sub_(x, 3);
+         return y;
+       },
+       {-1, -1, -1}},
+      {"mul_ scalar",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.mul_(3);
+         return y;
+       },
+       {6, 6, 6}},
+      {"*= tensor",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y *= x;
+         return y;
+       },
+       {4, 8, 16}},
+      {"div_",
+       [](const Tensor& x) {
+         Tensor y = x * x;
+         y.div_(x * 2);
+         return y;
+       },
+       {0.5, 0.5, 0.5}},
+      {"/= scalar",
+       [](const Tensor& x) {
+         Tensor y = x + 0;
+         y /= 4;
+         return y;
+       },
+       {0.25, 0.25, 0.25}},
+      {"sqrt_",
+       [](const Tensor& x) {
+         Tensor y = x * 4;
+         y.sqrt_();
+         return y;
+       },
+       {1, 1 / std::sqrt(2.0), 0.5}},
+      {"relu_",
+       [](const Tensor& x) {
+         Tensor y = x - 1.5;
+         y.relu_();
+         return y;
+       },
+       {0, 1, 1}},
+      {"clamp_",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.clamp_(1.5, 3);
+         return y;
+       },
+       {0, 1, 0}},
+      {"masked_fill_",
+       [](const Tensor& x) {
+         Tensor y = x * 3;
+         y.masked_fill_(x > 3, 0);
+         return y;
+       },
+       {3, 3, 0}},
+      {"addcmul_",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.addcmul_(x, x, 0.5);
+         return y;
+       },
+       {2, 3, 5}},
+      {"addcdiv_",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.addcdiv_(x, kiln::full({3}, 2.0, kiln::kDouble));
+         return y;
+       },
+       {1.5, 1.5, 1.5}},
+      {"lerp_",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.lerp_(x * 3, 0.5);
+         return y;
+       },
+       {2, 2, 2}},
+      {"copy_",
+       [](const Tensor& x) {
+         Tensor y = kiln::zeros({3}, kiln::kDouble);
+         y.copy_(x * 5);
+         return y;
+       },
+       {5, 5, 5}},
+      {"copy_ from a leaf",
+       [](const Tensor& x) {
+         Tensor y = kiln::zeros({3}, kiln::kDouble);
+         y.copy_(x);
+         return y * 2;
+       },
+       {2, 2, 2}},
+      {"chain",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.add_(x).mul_(x).sub_(1);
+         return y;
+       },
+       {6, 12, 24}},
+      {"use before in-place",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         Tensor z = y + x;
+         y.add_(1);
+         return z + y;
+       },
        {5, 5, 5}},
   };
   for (const auto& c : cases) {
@@ -353,21 +461,49 @@ TEST(Autograd, InPlaceThroughViewsOfNonLeaves) {
     std::vector<double> grad;  // d sum(f(x)) / dx, as PyTorch computes it
   };
   const std::vector<Case> cases = {
-      {"narrow().mul_", [](const Tensor& x) { Tensor y = x * 2; y.narrow(0, 0, 1).mul_(3); return y; }, {6, 2, 2}},
-      {"select().copy_", [](const Tensor& x) { Tensor y = x * 2; y.select(0, 0).copy_(x[2] * 5); return y; }, {0, 2, 7}},
-      {"[1].zero_", [](const Tensor& x) { Tensor y = x * 2; y[1].zero_(); return y; }, {2, 0, 2}},
-      {"slice().fill_", [](const Tensor& x) { Tensor y = x * 2; y.slice(0, 0, 3, 2).fill_(1); return y; }, {0, 2, 0}},
-      {"view made before a write to the base", [](const Tensor& x) {
+      {"narrow().mul_",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.narrow(0, 0, 1).mul_(3);
+         return y;
+       },
+       {6, 2, 2}},
+      {"select().copy_",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.select(0, 0).copy_(x[2] * 5);
+         return y;
+       },
+       {0, 2, 7}},
+      {"[1].zero_",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y[1].zero_();
+         return y;
+       },
+       {2, 0, 2}},
+      {"slice().fill_",
+       [](const Tensor& x) {
+         Tensor y = x * 2;
+         y.slice(0, 0, 3, 2).fill_(1);
+         return y;
+       },
+       {0, 2, 0}},
+      {"view made before a write to the base",
+       [](const Tensor& x) {
          Tensor y = x * 2;
          Tensor v = y[1];
          y.mul_(3);
          return v;
-       }, {0, 6, 0}},
-      {"2-D: transposed view, then add_", [](const Tensor& x) {
+       },
+       {0, 6, 0}},
+      {"2-D: transposed view, then add_",
+       [](const Tensor& x) {
          Tensor y = x.unsqueeze(0).expand({2, 3}) * 1;  // rows are x
-         y.t()[2].add_(y.t()[0] * 10);                   // column 2 += 10 * column 0
+         y.t()[2].add_(y.t()[0] * 10);                  // column 2 += 10 * column 0
          return y;
-       }, {22, 2, 2}},
+       },
+       {22, 2, 2}},
   };
   for (const auto& c : cases) {
     Tensor x = x_of();

@@ -42,8 +42,8 @@ std::vector<float> workload() {
 }
 
 // Runs the child with `cache_dir`, expecting `expect`: "compile" (built kernels, loaded none),
-// "load" (built none), "interpret" (neither) or "any". Returns the child's exit status; its output is left in a log file
-// in the temporary folder.
+// "load" (built none), "interpret" (neither) or "any". Returns the child's exit status; its output is left in a log
+// file in the temporary folder.
 int run_child(const std::string& cache_dir, const std::string& expect, const std::string& env = "") {
   const auto log = fs::temp_directory_path() / ("kiln-cache-child-" + std::to_string(getpid()) + "-" + expect + ".log");
   const std::string cmd = env + " KILN_CACHE_DIR='" + cache_dir + "' KILN_CACHE_CHILD=" + expect + " /proc/" +
@@ -61,7 +61,8 @@ std::string fresh_dir(const std::string& name) {
 std::vector<fs::path> kernel_files(const std::string& dir) {
   std::vector<fs::path> files;
   for (auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().extension() == ".so" && e.path().filename().string().rfind("halide", 0) != 0) files.push_back(e.path());
+    if (e.path().extension() == ".so" && e.path().filename().string().rfind("halide", 0) != 0)
+      files.push_back(e.path());
   return files;
 }
 
@@ -153,7 +154,7 @@ TEST(Cache, CorruptAndTruncatedEntriesAreRebuilt) {
       fs::resize_file(files[i], fs::file_size(files[i]) / 2);
     }
   }
-  EXPECT_EQ(run_child(dir, "any"), 0);  // rebuilds what is damaged, results still right
+  EXPECT_EQ(run_child(dir, "any"), 0);   // rebuilds what is damaged, results still right
   EXPECT_EQ(run_child(dir, "load"), 0);  // and the rebuilt entries are good
   fs::remove_all(dir);
 }
@@ -168,10 +169,11 @@ TEST(Cache, UnwritableFolderIsSurvived) {
 TEST(Cache, TwoProcessesFillOneFolder) {
   const std::string dir = fresh_dir("shared");
   fs::create_directories(dir);
-  const std::string both = "(KILN_CACHE_DIR='" + dir + "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
-                           "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1 & KILN_CACHE_DIR='" + dir +
-                           "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
-                           "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1; a=$?; wait $!; b=$?; exit $((a|b)))";
+  const std::string both =
+      "(KILN_CACHE_DIR='" + dir + "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
+      "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1 & KILN_CACHE_DIR='" + dir +
+      "' KILN_CACHE_CHILD=any /proc/" + std::to_string(getpid()) +
+      "/exe --gtest_filter=CacheChild.Workload > /dev/null 2>&1; a=$?; wait $!; b=$?; exit $((a|b)))";
   EXPECT_EQ(std::system(both.c_str()), 0);
   EXPECT_EQ(run_child(dir, "load"), 0);
   fs::remove_all(dir);

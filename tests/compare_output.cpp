@@ -64,8 +64,8 @@ std::string run(const std::vector<std::string>& argv) {
   for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
   const int status = pclose(pipe);
   if (status != 0) {
-    std::cerr << "compare_output: " << command << "exited with status " << status << "; its output:\n" << out
-              << (out.empty() || out.back() == '\n' ? "" : "\n");
+    std::cerr << "compare_output: " << command << "exited with status " << status << "; its output:\n"
+              << out << (out.empty() || out.back() == '\n' ? "" : "\n");
     std::exit(1);
   }
   return out;
@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::cout << mismatches << " mismatching tokens\n--- expected ---\n"
-            << reference_text.str() << "--- got ---\n" << output;
+            << reference_text.str() << "--- got ---\n"
+            << output;
   return 1;
 }

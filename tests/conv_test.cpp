@@ -59,8 +59,8 @@ TEST_F(Conv, Conv2dMatchesDirectLoops) {
   };
   for (Geometry g : {Geometry{3, 4, 3, 1, 1, 1, 1}, Geometry{2, 6, 3, 2, 0, 1, 2}, Geometry{4, 4, 2, 1, 2, 2, 4},
                      Geometry{1, 3, 5, 3, 2, 1, 1}}) {
-    SCOPED_TRACE(::testing::Message() << "c=" << g.c << " o=" << g.o << " k=" << g.k << " s=" << g.s
-                                      << " p=" << g.p << " d=" << g.d << " groups=" << g.groups);
+    SCOPED_TRACE(::testing::Message() << "c=" << g.c << " o=" << g.o << " k=" << g.k << " s=" << g.s << " p=" << g.p
+                                      << " d=" << g.d << " groups=" << g.groups);
     Tensor x = kiln::randn({2, g.c, 9, 8}), w = kiln::randn({g.o, g.c / g.groups, g.k, g.k}), b = kiln::randn({g.o});
     Tensor y = kiln::conv2d(x, w, b, g.s, g.p, g.d, g.groups);
     int64_t oh, ow;
@@ -163,24 +163,41 @@ TEST_F(Conv, Gradients) {
     bool gradgrad;
   };
   const std::vector<Case> cases = {
-      {"conv2d padding 1", [](const TensorList& t) { return kiln::conv2d(t[0], t[1], t[2], 1, 1); },
-       {randn({2, 2, 5, 5}), randn({3, 2, 3, 3}), randn({3})}, true},
-      {"conv2d stride 2 dilation 2 groups 2", [](const TensorList& t) { return kiln::conv2d(t[0], t[1], {}, 2, 1, 2, 2); },
-       {randn({1, 4, 7, 6}), randn({2, 2, 2, 3})}, false},
-      {"max_pool2d overlapping", [](const TensorList& t) { return kiln::max_pool2d(t[0], 3, 2, 1, 1, true); },
-       {randn({2, 2, 6, 5})}, false},
+      {"conv2d padding 1",
+       [](const TensorList& t) { return kiln::conv2d(t[0], t[1], t[2], 1, 1); },
+       {randn({2, 2, 5, 5}), randn({3, 2, 3, 3}), randn({3})},
+       true},
+      {"conv2d stride 2 dilation 2 groups 2",
+       [](const TensorList& t) { return kiln::conv2d(t[0], t[1], {}, 2, 1, 2, 2); },
+       {randn({1, 4, 7, 6}), randn({2, 2, 2, 3})},
+       false},
+      {"max_pool2d overlapping",
+       [](const TensorList& t) { return kiln::max_pool2d(t[0], 3, 2, 1, 1, true); },
+       {randn({2, 2, 6, 5})},
+       false},
       {"max_pool2d 2x2", [](const TensorList& t) { return kiln::max_pool2d(t[0], 2); }, {randn({1, 3, 4, 6})}, false},
-      {"avg_pool2d", [](const TensorList& t) { return kiln::avg_pool2d(t[0], 3, 2, 1, true, false); },
-       {randn({2, 2, 6, 5})}, true},
-      {"constant_pad_nd", [](const TensorList& t) { return kiln::constant_pad_nd(t[0], {2, 1, 0, 3}, 0.5); },
-       {randn({2, 3, 4})}, true},
-      {"batch_norm training", [](const TensorList& t) {
-         return kiln::batch_norm(t[0], t[1], t[2], {}, {}, /*training=*/true, 0.1, 1e-5);
-       }, {randn({4, 3, 2, 2}), randn({3}), randn({3})}, true},
-      {"batch_norm eval", [](const TensorList& t) {
-         Tensor mean = kiln::tensor({0.5, -0.25, 1.0}, kiln::kFloat64), var = kiln::tensor({1.5, 0.5, 2.0}, kiln::kFloat64);
+      {"avg_pool2d",
+       [](const TensorList& t) { return kiln::avg_pool2d(t[0], 3, 2, 1, true, false); },
+       {randn({2, 2, 6, 5})},
+       true},
+      {"constant_pad_nd",
+       [](const TensorList& t) {
+         return kiln::constant_pad_nd(t[0], {2, 1, 0, 3}, 0.5);
+       },
+       {randn({2, 3, 4})},
+       true},
+      {"batch_norm training",
+       [](const TensorList& t) { return kiln::batch_norm(t[0], t[1], t[2], {}, {}, /*training=*/true, 0.1, 1e-5); },
+       {randn({4, 3, 2, 2}), randn({3}), randn({3})},
+       true},
+      {"batch_norm eval",
+       [](const TensorList& t) {
+         Tensor mean = kiln::tensor({0.5, -0.25, 1.0}, kiln::kFloat64),
+                var = kiln::tensor({1.5, 0.5, 2.0}, kiln::kFloat64);
          return kiln::batch_norm(t[0], t[1], t[2], mean, var, /*training=*/false, 0.1, 1e-5);
-       }, {randn({4, 3, 5}), randn({3}), randn({3})}, false},
+       },
+       {randn({4, 3, 5}), randn({3}), randn({3})},
+       false},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

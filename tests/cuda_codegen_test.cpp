@@ -377,16 +377,16 @@ TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
     (void)(a + b).sum().item<float>();
   });
   expect_reference("cuda_add.txt", only_kernel(capture([] {
-                                                auto a = torch::randn({100}), b = torch::randn({100});
-                                                (void)(a + b).data_ptr<float>();
-                                              }),
-                                              cuda::Layout::Pointwise));
+                                                 auto a = torch::randn({100}), b = torch::randn({100});
+                                                 (void)(a + b).data_ptr<float>();
+                                               }),
+                                               cuda::Layout::Pointwise));
   expect_reference("cuda_sum.txt", only_kernel(add, cuda::Layout::SplitWhole));
   expect_reference("cuda_softmax.txt", only_kernel(capture([] {
-                                                    auto x = torch::randn({4, 10});
-                                                    (void)torch::softmax(x, 1).data_ptr<float>();
-                                                  }),
-                                                  cuda::Layout::BlockPerRow));
+                                                     auto x = torch::randn({4, 10});
+                                                     (void)torch::softmax(x, 1).data_ptr<float>();
+                                                   }),
+                                                   cuda::Layout::BlockPerRow));
   expect_reference("cuda_index_add.txt", library_kernel(capture([] {
                                                           auto x = torch::randn({6, 3}, torch::requires_grad());
                                                           auto index = torch::tensor({1, 4, 1}, torch::kLong);

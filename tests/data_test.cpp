@@ -244,8 +244,8 @@ TEST_F(IdxFiles, LoadIdxPairErrors) {
   const std::string images = write_raw("images", idx_bytes(0x08, {3, 2, 2}, Bytes(12, 1)));
   const std::string two_labels = write_raw("two-labels", idx_bytes(0x08, {2}, {1, 2}));
   EXPECT_THROW(kiln::data::load_idx_pair(images, two_labels), kiln::Error);
-  EXPECT_THROW_WITH(kiln::data::load_idx_pair(images, two_labels), "holds 3 images [3, 2, 2] but " + two_labels +
-                                                                       " holds 2 labels [2]");
+  EXPECT_THROW_WITH(kiln::data::load_idx_pair(images, two_labels),
+                    "holds 3 images [3, 2, 2] but " + two_labels + " holds 2 labels [2]");
 
   const std::string bad_label = write_raw("bad-label", idx_bytes(0x08, {3}, {1, 10, 2}));
   EXPECT_THROW_WITH(kiln::data::load_idx_pair(images, bad_label),

@@ -37,14 +37,14 @@ void expect_error(const std::function<void()>& stmt, const std::vector<std::stri
   EXPECT_EQ((kiln::ones({2, 2}) * 2 + 1).sum().item<float>(), 12.0f);
 }
 
-#define EXPECT_ERROR(stmt, ...) \
-  do {                          \
-    SCOPED_TRACE(#stmt);        \
+#define EXPECT_ERROR(stmt, ...)                 \
+  do {                                          \
+    SCOPED_TRACE(#stmt);                        \
     expect_error([&] { stmt; }, {__VA_ARGS__}); \
   } while (0)
-#define EXPECT_ERROR_AT_FLUSH(stmt, ...) \
-  do {                                   \
-    SCOPED_TRACE(#stmt);                 \
+#define EXPECT_ERROR_AT_FLUSH(stmt, ...)              \
+  do {                                                \
+    SCOPED_TRACE(#stmt);                              \
     expect_error([&] { stmt; }, {__VA_ARGS__}, true); \
   } while (0)
 
@@ -170,8 +170,8 @@ TEST(Errors, IndexOutOfRange) {
   EXPECT_ERROR(a23.gather(1, kiln::tensor({{0, 3}})), "gather", "index 3", "size 3", "[2, 3] float32");
   EXPECT_ERROR(kiln::embedding(a23, kiln::tensor({2})), "index_select", "index 2", "size 2");
   // A computed index is known only when the flush computes it: the flush throws, naming the op.
-  EXPECT_ERROR_AT_FLUSH(a23.index_select(1, kiln::tensor({1, 2}) * 2).sum().item<float>(), "index_select",
-                        "index 4", "size 3");
+  EXPECT_ERROR_AT_FLUSH(a23.index_select(1, kiln::tensor({1, 2}) * 2).sum().item<float>(), "index_select", "index 4",
+                        "size 3");
   EXPECT_ERROR_AT_FLUSH(a23.gather(0, kiln::tensor({{0, 1, 2}}) + 1).sum().item<float>(), "gather", "index 2",
                         "size 2");
   // Shapes of the index.
@@ -205,8 +205,7 @@ TEST(Errors, UnsupportedDtypes) {
 
 TEST(Errors, ShapesOfViewsAndReshapes) {
   Tensor x = kiln::ones({2, 3});
-  EXPECT_ERROR(x.t().view({6}), "view", "not compatible with input tensor's size and stride", "[3, 2]",
-               "Use .reshape");
+  EXPECT_ERROR(x.t().view({6}), "view", "not compatible with input tensor's size and stride", "[3, 2]", "Use .reshape");
   EXPECT_ERROR(x.narrow(1, 0, 2).view({4}), "view", "[2, 2]");
   EXPECT_ERROR(x.reshape({4}), "reshape", "'[4]' is invalid for input of size 6", "[2, 3] float32");
   EXPECT_ERROR(x.view({4, -1}), "view", "'[4, -1]' is invalid for input of size 6");

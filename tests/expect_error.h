@@ -6,12 +6,12 @@
 
 #include <string>
 
-#define EXPECT_THROW_WITH(stmt, text)                                                   \
-  do {                                                                                  \
-    try {                                                                               \
-      stmt;                                                                             \
-      ADD_FAILURE() << "expected kiln::Error containing \"" << text << "\"";            \
-    } catch (const kiln::Error& e) {                                                    \
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();       \
-    }                                                                                   \
+#define EXPECT_THROW_WITH(stmt, text)                                             \
+  do {                                                                            \
+    try {                                                                         \
+      stmt;                                                                       \
+      ADD_FAILURE() << "expected kiln::Error containing \"" << text << "\"";      \
+    } catch (const kiln::Error& e) {                                              \
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what(); \
+    }                                                                             \
   } while (0)

@@ -153,8 +153,8 @@ TEST_F(Grad, BinaryBroadcast) {
   for (const auto& [name, op] : ops)
     for (const auto& [sa, sb] : shapes) {
       // Positive operands keep pow real and div away from a zero denominator.
-      std::vector<Case> cases = {{name, [op = op](const TensorList& in) { return op(in[0], in[1]); },
-                                  {positive(sa), positive(sb)}}};
+      std::vector<Case> cases = {
+          {name, [op = op](const TensorList& in) { return op(in[0], in[1]); }, {positive(sa), positive(sb)}}};
       SCOPED_TRACE(::testing::Message() << name << " " << kiln::IntArrayRef(sa) << " x " << kiln::IntArrayRef(sb));
       run_cases(cases);
     }
@@ -175,9 +175,11 @@ TEST_F(Grad, BinaryWithScalars) {
       {"x.mul(2).div(5)", [](const TensorList& in) { return in[0].mul(2).div(5); }, {randn({3, 4})}},
       {"x * x (same input twice)", [](const TensorList& in) { return in[0] * in[0]; }, {randn({3, 4})}},
       {"lerp", [](const TensorList& in) { return kiln::lerp(in[0], in[1], 0.3); }, {randn({3, 4}), randn({4})}},
-      {"addcmul", [](const TensorList& in) { return kiln::addcmul(in[0], in[1], in[2], 0.5); },
+      {"addcmul",
+       [](const TensorList& in) { return kiln::addcmul(in[0], in[1], in[2], 0.5); },
        {randn({3, 4}), randn({3, 4}), randn({4})}},
-      {"addcdiv", [](const TensorList& in) { return kiln::addcdiv(in[0], in[1], in[2], 2); },
+      {"addcdiv",
+       [](const TensorList& in) { return kiln::addcdiv(in[0], in[1], in[2], 2); },
        {randn({3, 4}), randn({3, 4}), away_from_zero({3, 1})}},
   });
 }
@@ -186,14 +188,17 @@ TEST_F(Grad, WhereAndMaskedFill) {
   Tensor cond = kiln::randn({3, 1}) > 0;
   Tensor mask = kiln::tensor({true, false, true, false}).reshape({1, 4});
   run_cases({
-      {"where broadcast", [cond](const TensorList& in) { return kiln::where(cond, in[0], in[1]); },
+      {"where broadcast",
+       [cond](const TensorList& in) { return kiln::where(cond, in[0], in[1]); },
        {randn({3, 4}), randn({4})}},
       {"where scalar other", [cond](const TensorList& in) { return kiln::where(cond, in[0], 0.5); }, {randn({3, 4})}},
       {"where scalar self", [cond](const TensorList& in) { return kiln::where(cond, 2.0, in[0]); }, {randn({3, 4})}},
-      {"x.where(c, y)", [](const TensorList& in) { return in[0].where(in[0] > in[1], in[1] * 2); },
+      {"x.where(c, y)",
+       [](const TensorList& in) { return in[0].where(in[0] > in[1], in[1] * 2); },
        {randn({3, 4}), randn({3, 4})}},
       {"masked_fill", [mask](const TensorList& in) { return in[0].masked_fill(mask, -1.5); }, {randn({3, 4})}},
-      {"masked_fill free", [mask](const TensorList& in) { return kiln::masked_fill(in[0].exp(), mask, 0.0); },
+      {"masked_fill free",
+       [mask](const TensorList& in) { return kiln::masked_fill(in[0].exp(), mask, 0.0); },
        {randn({2, 4})}},
   });
 }
@@ -203,18 +208,29 @@ TEST_F(Grad, WhereAndMaskedFill) {
 TEST_F(Grad, SumMeanProd) {
   run_cases({
       {"sum", [](const TensorList& in) { return in[0].sum(); }, {randn({2, 3, 4})}},
-      {"sum dims {0,2}", [](const TensorList& in) { return in[0].sum({0, 2}); }, {randn({2, 3, 4})}},
+      {"sum dims {0,2}",
+       [](const TensorList& in) {
+         return in[0].sum({0, 2});
+       },
+       {randn({2, 3, 4})}},
       {"sum dim -1 keepdim", [](const TensorList& in) { return in[0].sum(-1, true); }, {randn({2, 3, 4})}},
-      {"sum dims {-1,-3} keepdim", [](const TensorList& in) { return kiln::sum(in[0], {-1, -3}, true); },
+      {"sum dims {-1,-3} keepdim",
+       [](const TensorList& in) {
+         return kiln::sum(in[0], {-1, -3}, true);
+       },
        {randn({2, 3, 4})}},
       {"sum of 0-d", [](const TensorList& in) { return in[0].sum(); }, {randn({})}},
       {"mean", [](const TensorList& in) { return in[0].mean(); }, {randn({2, 3, 4})}},
       {"mean dim 1", [](const TensorList& in) { return in[0].mean(1); }, {randn({2, 3, 4})}},
-      {"mean dims {0,-1} keepdim", [](const TensorList& in) { return kiln::mean(in[0], {0, -1}, true); },
+      {"mean dims {0,-1} keepdim",
+       [](const TensorList& in) {
+         return kiln::mean(in[0], {0, -1}, true);
+       },
        {randn({2, 3, 4})}},
       {"prod", [](const TensorList& in) { return in[0].prod(); }, {away_from_zero({2, 3})}},
       {"prod dim 1", [](const TensorList& in) { return in[0].prod(1); }, {away_from_zero({2, 3, 2})}},
-      {"prod dim -1 keepdim", [](const TensorList& in) { return kiln::prod(in[0], -1, true); },
+      {"prod dim -1 keepdim",
+       [](const TensorList& in) { return kiln::prod(in[0], -1, true); },
        {away_from_zero({2, 3})}},
   });
 }
@@ -233,14 +249,19 @@ TEST_F(Grad, ProdWithZeros) {
 TEST_F(Grad, MaxMin) {
   run_cases({
       {"amax", [](const TensorList& in) { return in[0].amax(); }, {randn({2, 3, 4})}},
-      {"amax dims {0,2}", [](const TensorList& in) { return in[0].amax({0, 2}); }, {randn({2, 3, 4})}},
+      {"amax dims {0,2}",
+       [](const TensorList& in) {
+         return in[0].amax({0, 2});
+       },
+       {randn({2, 3, 4})}},
       {"amax dim -1 keepdim", [](const TensorList& in) { return kiln::amax(in[0], -1, true); }, {randn({2, 3, 4})}},
       {"amin", [](const TensorList& in) { return in[0].amin(); }, {randn({2, 3, 4})}},
       {"amin dims {1} keepdim", [](const TensorList& in) { return in[0].amin({1}, true); }, {randn({2, 3, 4})}},
       {"max()", [](const TensorList& in) { return in[0].max(); }, {randn({3, 4})}},
       {"min()", [](const TensorList& in) { return kiln::min(in[0]); }, {randn({3, 4})}},
       {"max(dim)", [](const TensorList& in) { return std::get<0>(in[0].max(1)); }, {randn({3, 4})}},
-      {"max(-1, keepdim)", [](const TensorList& in) { return std::get<0>(kiln::max(in[0], -1, true)); },
+      {"max(-1, keepdim)",
+       [](const TensorList& in) { return std::get<0>(kiln::max(in[0], -1, true)); },
        {randn({2, 3, 4})}},
       {"min(dim 0)", [](const TensorList& in) { return std::get<0>(in[0].min(0)); }, {randn({3, 4})}},
       {"min(-2, keepdim)", [](const TensorList& in) { return std::get<0>(in[0].min(-2, true)); }, {randn({2, 3, 4})}},
@@ -252,7 +273,10 @@ TEST_F(Grad, VarStdNorm) {
       {"var", [](const TensorList& in) { return in[0].var(); }, {randn({3, 4})}},
       {"var biased", [](const TensorList& in) { return kiln::var(in[0], false); }, {randn({3, 4})}},
       {"var dim 1", [](const TensorList& in) { return in[0].var({1}, true); }, {randn({3, 4})}},
-      {"var dims {0,-1} keepdim biased", [](const TensorList& in) { return in[0].var({0, -1}, false, true); },
+      {"var dims {0,-1} keepdim biased",
+       [](const TensorList& in) {
+         return in[0].var({0, -1}, false, true);
+       },
        {randn({2, 3, 4})}},
       {"std", [](const TensorList& in) { return in[0].std(); }, {randn({3, 4})}},
       {"std dim 0 keepdim", [](const TensorList& in) { return kiln::std(in[0], {0}, true, true); }, {randn({3, 4})}},
@@ -260,11 +284,16 @@ TEST_F(Grad, VarStdNorm) {
       {"norm p=1", [](const TensorList& in) { return in[0].norm(1); }, {away_from_zero({3, 4})}},
       {"norm p=2 dim 1", [](const TensorList& in) { return in[0].norm(2, {1}); }, {randn({3, 4})}},
       {"norm p=3", [](const TensorList& in) { return kiln::norm(in[0], 3); }, {away_from_zero({3, 4})}},
-      {"norm p=3 dim -1 keepdim", [](const TensorList& in) { return in[0].norm(3, {-1}, true); },
+      {"norm p=3 dim -1 keepdim",
+       [](const TensorList& in) { return in[0].norm(3, {-1}, true); },
        {away_from_zero({3, 4})}},
       {"norm p=inf", [](const TensorList& in) { return in[0].norm(INFINITY); }, {randn({3, 4})}},
       {"norm p=-inf dim 0", [](const TensorList& in) { return in[0].norm(-INFINITY, {0}); }, {randn({3, 4})}},
-      {"norm p=1 dims {0,1}", [](const TensorList& in) { return in[0].norm(1, {0, 1}); }, {away_from_zero({2, 3, 2})}},
+      {"norm p=1 dims {0,1}",
+       [](const TensorList& in) {
+         return in[0].norm(1, {0, 1});
+       },
+       {away_from_zero({2, 3, 2})}},
   });
 }
 
@@ -272,12 +301,18 @@ TEST_F(Grad, SoftmaxFamily) {
   std::vector<Case> cases;
   for (int64_t d : {0, 1, 2, -1, -2, -3}) {
     cases.push_back({"softmax", [d](const TensorList& in) { return in[0].softmax(d); }, {randn({2, 3, 4})}});
-    cases.push_back({"log_softmax", [d](const TensorList& in) { return kiln::log_softmax(in[0], d); }, {randn({2, 3, 4})}});
+    cases.push_back(
+        {"log_softmax", [d](const TensorList& in) { return kiln::log_softmax(in[0], d); }, {randn({2, 3, 4})}});
     cases.push_back({"logsumexp", [d](const TensorList& in) { return in[0].logsumexp({d}); }, {randn({2, 3, 4})}});
-    cases.push_back({"logsumexp keepdim", [d](const TensorList& in) { return kiln::logsumexp(in[0], {d}, true); },
+    cases.push_back({"logsumexp keepdim",
+                     [d](const TensorList& in) { return kiln::logsumexp(in[0], {d}, true); },
                      {randn({2, 3, 4})}});
   }
-  cases.push_back({"logsumexp {0,2}", [](const TensorList& in) { return in[0].logsumexp({0, 2}); }, {randn({2, 3, 4})}});
+  cases.push_back({"logsumexp {0,2}",
+                   [](const TensorList& in) {
+                     return in[0].logsumexp({0, 2});
+                   },
+                   {randn({2, 3, 4})}});
   cases.push_back({"logsumexp all", [](const TensorList& in) { return in[0].logsumexp({}); }, {randn({2, 3})}});
   cases.push_back({"softmax large", [](const TensorList& in) { return (in[0] * 50).softmax(-1); }, {randn({2, 3})}});
   run_cases(cases);
@@ -301,24 +336,33 @@ TEST_F(Grad, Matmul) {
   };
   for (const auto& [sa, sb] : shapes) {
     SCOPED_TRACE(::testing::Message() << "matmul " << kiln::IntArrayRef(sa) << " x " << kiln::IntArrayRef(sb));
-    run_cases({{"matmul", [](const TensorList& in) { return kiln::matmul(in[0], in[1]); }, {gradcheck::randn(sa), gradcheck::randn(sb)}}});
+    run_cases({{"matmul",
+                [](const TensorList& in) { return kiln::matmul(in[0], in[1]); },
+                {gradcheck::randn(sa), gradcheck::randn(sb)}}});
   }
 }
 
 TEST_F(Grad, MmBmmLinear) {
   run_cases({
       {"mm", [](const TensorList& in) { return in[0].mm(in[1]); }, {randn({3, 4}), randn({4, 2})}},
-      {"mm transposed inputs", [](const TensorList& in) { return kiln::mm(in[0].t(), in[1].t()); },
+      {"mm transposed inputs",
+       [](const TensorList& in) { return kiln::mm(in[0].t(), in[1].t()); },
        {randn({4, 3}), randn({2, 4})}},
       {"bmm", [](const TensorList& in) { return in[0].bmm(in[1]); }, {randn({2, 3, 4}), randn({2, 4, 5})}},
-      {"linear", [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
+      {"linear",
+       [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
        {randn({3, 4}), randn({5, 4}), randn({5})}},
-      {"linear no bias", [](const TensorList& in) { return kiln::linear(in[0], in[1]); }, {randn({3, 4}), randn({5, 4})}},
-      {"linear 3D input", [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
+      {"linear no bias",
+       [](const TensorList& in) { return kiln::linear(in[0], in[1]); },
+       {randn({3, 4}), randn({5, 4})}},
+      {"linear 3D input",
+       [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
        {randn({2, 3, 4}), randn({5, 4}), randn({5})}},
-      {"linear 1D input", [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
+      {"linear 1D input",
+       [](const TensorList& in) { return kiln::linear(in[0], in[1], in[2]); },
        {randn({4}), randn({5, 4}), randn({5})}},
-      {"mlp", [](const TensorList& in) { return kiln::linear(kiln::linear(in[0], in[1]).tanh(), in[2]).sum(1); },
+      {"mlp",
+       [](const TensorList& in) { return kiln::linear(kiln::linear(in[0], in[1]).tanh(), in[2]).sum(1); },
        {randn({3, 4}), randn({5, 4}), randn({2, 5})}},
   });
 }
@@ -327,16 +371,40 @@ TEST_F(Grad, MmBmmLinear) {
 
 TEST_F(Grad, CatStack) {
   run_cases({
-      {"cat dim 0", [](const TensorList& in) { return kiln::cat({in[0], in[1]}); }, {randn({2, 3}), randn({4, 3})}},
-      {"cat dim 1", [](const TensorList& in) { return kiln::cat({in[0], in[1], in[0]}, 1); },
+      {"cat dim 0",
+       [](const TensorList& in) {
+         return kiln::cat({in[0], in[1]});
+       },
+       {randn({2, 3}), randn({4, 3})}},
+      {"cat dim 1",
+       [](const TensorList& in) {
+         return kiln::cat({in[0], in[1], in[0]}, 1);
+       },
        {randn({2, 3}), randn({2, 1})}},
-      {"cat dim -1", [](const TensorList& in) { return kiln::cat({in[0], in[1]}, -1); }, {randn({2, 2, 3}), randn({2, 2, 2})}},
-      {"cat views", [](const TensorList& in) { return kiln::cat({in[0].t(), in[1].narrow(0, 1, 2)}, 0); },
+      {"cat dim -1",
+       [](const TensorList& in) {
+         return kiln::cat({in[0], in[1]}, -1);
+       },
+       {randn({2, 2, 3}), randn({2, 2, 2})}},
+      {"cat views",
+       [](const TensorList& in) {
+         return kiln::cat({in[0].t(), in[1].narrow(0, 1, 2)}, 0);
+       },
        {randn({3, 2}), randn({4, 3})}},
-      {"stack dim 0", [](const TensorList& in) { return kiln::stack({in[0], in[1]}); }, {randn({2, 3}), randn({2, 3})}},
-      {"stack dim 1", [](const TensorList& in) { return kiln::stack({in[0], in[1], in[1]}, 1); },
+      {"stack dim 0",
+       [](const TensorList& in) {
+         return kiln::stack({in[0], in[1]});
+       },
        {randn({2, 3}), randn({2, 3})}},
-      {"stack dim -1", [](const TensorList& in) { return kiln::stack({in[0], in[1].exp()}, -1); },
+      {"stack dim 1",
+       [](const TensorList& in) {
+         return kiln::stack({in[0], in[1], in[1]}, 1);
+       },
+       {randn({2, 3}), randn({2, 3})}},
+      {"stack dim -1",
+       [](const TensorList& in) {
+         return kiln::stack({in[0], in[1].exp()}, -1);
+       },
        {randn({2, 3}), randn({2, 3})}},
   });
 }
@@ -348,12 +416,16 @@ TEST_F(Grad, IndexSelectGatherEmbedding) {
   Tensor tokens = kiln::tensor({{1, 3}, {3, 0}, {2, 1}});
   run_cases({
       {"index_select dim 0", [idx](const TensorList& in) { return in[0].index_select(0, idx); }, {randn({3, 4})}},
-      {"index_select dim 1", [idx](const TensorList& in) { return kiln::index_select(in[0], 1, idx); }, {randn({2, 3})}},
-      {"index_select dim -1 computed index", [pending_idx](const TensorList& in) { return in[0].index_select(-1, pending_idx); },
+      {"index_select dim 1",
+       [idx](const TensorList& in) { return kiln::index_select(in[0], 1, idx); },
+       {randn({2, 3})}},
+      {"index_select dim -1 computed index",
+       [pending_idx](const TensorList& in) { return in[0].index_select(-1, pending_idx); },
        {randn({2, 3})}},
       {"gather dim 0", [gidx](const TensorList& in) { return in[0].gather(0, gidx); }, {randn({3, 3})}},
       {"gather dim 1", [gidx](const TensorList& in) { return kiln::gather(in[0], 1, gidx); }, {randn({2, 4})}},
-      {"gather dim -1 smaller", [gidx](const TensorList& in) { return in[0].gather(-1, gidx.narrow(1, 0, 2)); },
+      {"gather dim -1 smaller",
+       [gidx](const TensorList& in) { return in[0].gather(-1, gidx.narrow(1, 0, 2)); },
        {randn({3, 3})}},
       {"embedding", [tokens](const TensorList& in) { return kiln::embedding(in[0], tokens); }, {randn({4, 3})}},
       {"embedding 1D", [idx](const TensorList& in) { return kiln::embedding(in[0], idx); }, {randn({3, 2})}},
@@ -364,14 +436,26 @@ TEST_F(Grad, IndexSelectGatherEmbedding) {
 
 TEST_F(Grad, Views) {
   run_cases({
-      {"reshape", [](const TensorList& in) { return in[0].reshape({4, 3}); }, {randn({3, 4})}},
+      {"reshape",
+       [](const TensorList& in) {
+         return in[0].reshape({4, 3});
+       },
+       {randn({3, 4})}},
       {"reshape -1", [](const TensorList& in) { return kiln::reshape(in[0], {-1}); }, {randn({3, 4})}},
-      {"view", [](const TensorList& in) { return in[0].view({2, 6}); }, {randn({3, 4})}},
+      {"view",
+       [](const TensorList& in) {
+         return in[0].view({2, 6});
+       },
+       {randn({3, 4})}},
       {"view_as", [](const TensorList& in) { return in[0].view_as(in[1]); }, {randn({3, 4}), randn({12})}},
       {"t", [](const TensorList& in) { return in[0].t(); }, {randn({3, 4})}},
       {"transpose", [](const TensorList& in) { return in[0].transpose(0, 2); }, {randn({2, 3, 4})}},
       {"transpose neg", [](const TensorList& in) { return kiln::transpose(in[0], -1, -2); }, {randn({2, 3, 4})}},
-      {"permute", [](const TensorList& in) { return in[0].permute({2, 0, 1}); }, {randn({2, 3, 4})}},
+      {"permute",
+       [](const TensorList& in) {
+         return in[0].permute({2, 0, 1});
+       },
+       {randn({2, 3, 4})}},
       {"narrow", [](const TensorList& in) { return in[0].narrow(1, 1, 2); }, {randn({3, 4})}},
       {"narrow neg dim", [](const TensorList& in) { return kiln::narrow(in[0], -1, 0, 3); }, {randn({3, 4})}},
       {"slice", [](const TensorList& in) { return in[0].slice(1, 0, 4, 2); }, {randn({3, 4})}},
@@ -380,8 +464,16 @@ TEST_F(Grad, Views) {
       {"select neg", [](const TensorList& in) { return kiln::select(in[0], 0, -1); }, {randn({3, 4})}},
       {"operator[]", [](const TensorList& in) { return in[0][1]; }, {randn({3, 4})}},
       {"operator[][]", [](const TensorList& in) { return in[0][1][2] * in[0][0][0]; }, {randn({3, 4})}},
-      {"expand", [](const TensorList& in) { return in[0].expand({2, 3, 4}); }, {randn({3, 1})}},
-      {"expand -1", [](const TensorList& in) { return in[0].expand({2, -1, 4}); }, {randn({3, 1})}},
+      {"expand",
+       [](const TensorList& in) {
+         return in[0].expand({2, 3, 4});
+       },
+       {randn({3, 1})}},
+      {"expand -1",
+       [](const TensorList& in) {
+         return in[0].expand({2, -1, 4});
+       },
+       {randn({3, 1})}},
       {"expand_as", [](const TensorList& in) { return in[0].expand_as(in[1]) * in[1]; }, {randn({4}), randn({3, 4})}},
       {"unsqueeze", [](const TensorList& in) { return in[0].unsqueeze(1); }, {randn({3, 4})}},
       {"unsqueeze -1", [](const TensorList& in) { return kiln::unsqueeze(in[0], -1); }, {randn({3, 4})}},
@@ -389,39 +481,83 @@ TEST_F(Grad, Views) {
       {"squeeze dim", [](const TensorList& in) { return in[0].squeeze(1); }, {randn({3, 1, 4})}},
       {"flatten", [](const TensorList& in) { return in[0].flatten(); }, {randn({2, 3, 4})}},
       {"flatten 1..2", [](const TensorList& in) { return kiln::flatten(in[0], 1, 2); }, {randn({2, 3, 4})}},
-      {"unflatten", [](const TensorList& in) { return in[0].unflatten(1, {2, 2}); }, {randn({3, 4})}},
+      {"unflatten",
+       [](const TensorList& in) {
+         return in[0].unflatten(1, {2, 2});
+       },
+       {randn({3, 4})}},
       {"contiguous", [](const TensorList& in) { return in[0].t().contiguous(); }, {randn({3, 4})}},
       {"clone", [](const TensorList& in) { return in[0].clone(); }, {randn({3, 4})}},
-      {"split", [](const TensorList& in) { auto p = in[0].split(2, 1); return p[0] * p[1]; }, {randn({3, 4})}},
-      {"chunk", [](const TensorList& in) { auto p = in[0].chunk(3); return p[0] - p[2] * p[1]; }, {randn({3, 4})}},
-      {"unbind", [](const TensorList& in) { auto p = in[0].unbind(1); return p[0] * p[3]; }, {randn({3, 4})}},
+      {"split",
+       [](const TensorList& in) {
+         auto p = in[0].split(2, 1);
+         return p[0] * p[1];
+       },
+       {randn({3, 4})}},
+      {"chunk",
+       [](const TensorList& in) {
+         auto p = in[0].chunk(3);
+         return p[0] - p[2] * p[1];
+       },
+       {randn({3, 4})}},
+      {"unbind",
+       [](const TensorList& in) {
+         auto p = in[0].unbind(1);
+         return p[0] * p[3];
+       },
+       {randn({3, 4})}},
   });
 }
 
 TEST_F(Grad, ViewChains) {
   run_cases({
-      {"view of view", [](const TensorList& in) { return in[0].view({6, 4}).view({4, 6}); }, {randn({2, 3, 4})}},
+      {"view of view",
+       [](const TensorList& in) {
+         return in[0].view({6, 4}).view({4, 6});
+       },
+       {randn({2, 3, 4})}},
       {"t then narrow then unsqueeze then expand",
-       [](const TensorList& in) { return in[0].t().narrow(0, 1, 2).unsqueeze(0).expand({2, 2, 3}); }, {randn({3, 4})}},
-      {"permute then select then transpose", [](const TensorList& in) { return in[0].permute({1, 2, 0}).select(0, 1).t(); },
+       [](const TensorList& in) {
+         return in[0].t().narrow(0, 1, 2).unsqueeze(0).expand({2, 2, 3});
+       },
+       {randn({3, 4})}},
+      {"permute then select then transpose",
+       [](const TensorList& in) {
+         return in[0].permute({1, 2, 0}).select(0, 1).t();
+       },
        {randn({2, 3, 4})}},
       {"slice of slice", [](const TensorList& in) { return in[0].slice(1, 1, 6, 2).slice(1, 1, 3); }, {randn({2, 6})}},
-      {"narrow then reshape (copy)", [](const TensorList& in) { return in[0].narrow(1, 1, 2).reshape({-1}); },
+      {"narrow then reshape (copy)",
+       [](const TensorList& in) { return in[0].narrow(1, 1, 2).reshape({-1}); },
        {randn({3, 4})}},
-      {"reshape of transposed (copies)", [](const TensorList& in) { return in[0].t().reshape({12}); },
-       {randn({3, 4})}},
+      {"reshape of transposed (copies)", [](const TensorList& in) { return in[0].t().reshape({12}); }, {randn({3, 4})}},
       {"exp of transposed", [](const TensorList& in) { return in[0].t().exp(); }, {randn({3, 4})}},
       {"sum of narrowed", [](const TensorList& in) { return in[0].narrow(0, 1, 2).sum(0); }, {randn({3, 4})}},
-      {"mul of selected and transposed", [](const TensorList& in) { return in[0].select(1, 0) * in[1].t()[2]; },
+      {"mul of selected and transposed",
+       [](const TensorList& in) { return in[0].select(1, 0) * in[1].t()[2]; },
        {randn({3, 2}), randn({3, 3})}},
-      {"matmul of transposed", [](const TensorList& in) { return in[0].transpose(0, 1).matmul(in[1]); },
+      {"matmul of transposed",
+       [](const TensorList& in) { return in[0].transpose(0, 1).matmul(in[1]); },
        {randn({4, 3}), randn({4, 2})}},
-      {"softmax of permuted", [](const TensorList& in) { return in[0].permute({2, 0, 1}).softmax(1); }, {randn({2, 3, 4})}},
-      {"expanded into binary", [](const TensorList& in) { return in[0].unsqueeze(0).expand({3, 4}) / (in[1] + 3); },
+      {"softmax of permuted",
+       [](const TensorList& in) {
+         return in[0].permute({2, 0, 1}).softmax(1);
+       },
+       {randn({2, 3, 4})}},
+      {"expanded into binary",
+       [](const TensorList& in) {
+         return in[0].unsqueeze(0).expand({3, 4}) / (in[1] + 3);
+       },
        {randn({4}), uniform({3, 4}, 0, 1)}},
-      {"gather from transposed", [](const TensorList& in) { return in[0].t().gather(1, kiln::tensor({{1, 0}, {2, 2}})); },
+      {"gather from transposed",
+       [](const TensorList& in) {
+         return in[0].t().gather(1, kiln::tensor({{1, 0}, {2, 2}}));
+       },
        {randn({3, 2})}},
-      {"reduction over expanded", [](const TensorList& in) { return in[0].expand({5, 3}).amax(0) + in[0].expand({2, 3}).prod(0); },
+      {"reduction over expanded",
+       [](const TensorList& in) {
+         return in[0].expand({5, 3}).amax(0) + in[0].expand({2, 3}).prod(0);
+       },
        {away_from_zero({1, 3})}},
   });
 }

@@ -77,8 +77,8 @@ inline double dot(const Tensor& t, const std::vector<double>& w) {
 }
 
 // `values` with element (i, j) moved by delta, as tensors of the inputs' shapes.
-inline TensorList perturbed(const std::vector<std::vector<double>>& values, const TensorList& like, size_t i,
-                            size_t j, double delta, bool requires_grad) {
+inline TensorList perturbed(const std::vector<std::vector<double>>& values, const TensorList& like, size_t i, size_t j,
+                            double delta, bool requires_grad) {
   TensorList out;
   for (size_t k = 0; k < values.size(); ++k) {
     std::vector<double> v = values[k];
@@ -141,7 +141,8 @@ inline ::testing::AssertionResult check_grad(const Fn& f, const TensorList& inpu
       const double lo = dot(f(perturbed(values, inputs, i, j, -o.eps, false)), w);
       numeric[j] = (hi - lo) / (2 * o.eps);
     }
-    ok &= compare(zeros_if_undefined(grads[i], inputs[i]), numeric, inputs[i], "grad of input " + std::to_string(i), o, msg);
+    ok &= compare(zeros_if_undefined(grads[i], inputs[i]), numeric, inputs[i], "grad of input " + std::to_string(i), o,
+                  msg);
   }
   if (ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << msg.str();

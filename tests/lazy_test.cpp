@@ -27,8 +27,7 @@ bool computed(const Tensor& t) { return node_of(t)->computed(); }
 
 // Sets the mode and node cap for one test, restoring them after.
 struct Mode {
-  explicit Mode(bool lazy, int64_t cap = 20000)
-      : lazy_(kiln::is_lazy()), cap_(kiln::config().segment_node_cap) {
+  explicit Mode(bool lazy, int64_t cap = 20000) : lazy_(kiln::is_lazy()), cap_(kiln::config().segment_node_cap) {
     kiln::sync();
     kiln::set_lazy(lazy);
     kiln::config().segment_node_cap = cap;
@@ -67,9 +66,7 @@ TEST(Lazy, OpsRecordAndComputeOnlyWhenRead) {
 TEST(Lazy, EveryReadFlushes) {
   Mode mode(true);
   int64_t flushes = 0;
-  auto expect_flush = [&](const char* what) {
-    EXPECT_EQ(kiln::stats().flushes, ++flushes) << what;
-  };
+  auto expect_flush = [&](const char* what) { EXPECT_EQ(kiln::stats().flushes, ++flushes) << what; };
   Tensor x = kiln::arange(6, kiln::kFloat).reshape({2, 3});
   (void)(x + 1).sum().item<float>();
   expect_flush("item");
@@ -231,16 +228,16 @@ TEST(Lazy, ViewsShareStorageThroughInPlaceWrites) {
     Mode mode(true);
     Tensor base = kiln::arange(12, kiln::kFloat).reshape({3, 4});
     if (computed_first) kiln::sync();
-    Tensor row = base[1];               // a view made before the writes
+    Tensor row = base[1];  // a view made before the writes
     Tensor cols = base.narrow(1, 1, 2);
-    cols.mul_(10);                      // write through a view: the base sees it
+    cols.mul_(10);  // write through a view: the base sees it
     EXPECT_EQ(vals(base), (std::vector<double>{0, 10, 20, 3, 4, 50, 60, 7, 8, 90, 100, 11}));
     EXPECT_EQ(vals(row), (std::vector<double>{4, 50, 60, 7}));  // and so does every other view
-    base.select(0, 2).fill_(-1);        // select
+    base.select(0, 2).fill_(-1);                                // select
     EXPECT_EQ(vals(cols), (std::vector<double>{10, 20, 50, 60, -1, -1}));
-    base.t()[3].zero_();                // transpose, then select: column 3
+    base.t()[3].zero_();  // transpose, then select: column 3
     EXPECT_EQ(vals(base), (std::vector<double>{0, 10, 20, 0, 4, 50, 60, 0, -1, -1, -1, 0}));
-    base.add_(100);                     // write to the base: views see it
+    base.add_(100);  // write to the base: views see it
     EXPECT_EQ(vals(row), (std::vector<double>{104, 150, 160, 100}));
     EXPECT_EQ(vals(cols), (std::vector<double>{110, 120, 150, 160, 99, 99}));
     base.narrow(0, 0, 2).select(1, 0).copy_(kiln::tensor({7.0f, 8.0f}));  // a view of a view

@@ -14,7 +14,9 @@ using nn_test::expect_values;
 
 namespace {
 
-Tensor logits() { return kiln::tensor({1.0, -0.5, 2.0, 0.3, 0.0, -1.2, 0.7, 0.1, 0.9, -2.0, 1.5, 0.4}).reshape({3, 4}); }
+Tensor logits() {
+  return kiln::tensor({1.0, -0.5, 2.0, 0.3, 0.0, -1.2, 0.7, 0.1, 0.9, -2.0, 1.5, 0.4}).reshape({3, 4});
+}
 Tensor classes() { return kiln::tensor({2, 0, 3}, kiln::kLong); }
 Tensor classes_with_ignored() { return kiln::tensor({2, -100, 3}, kiln::kLong); }
 Tensor probabilities() {
@@ -68,9 +70,9 @@ TEST(LossValues, CrossEntropyMatchesLibtorch) {
   expect_values(F::cross_entropy(x, y, F::CrossEntropyFuncOptions().label_smoothing(0.2).reduction(kiln::kNone)),
                 {0.750203252, 1.50616646, 1.78808725});
   expect_values(F::cross_entropy(x, probabilities()), {1.81822395});
-  expect_values(F::cross_entropy(x, probabilities(),
-                                 F::CrossEntropyFuncOptions().label_smoothing(0.1).reduction(kiln::kSum)),
-                {5.44164991});
+  expect_values(
+      F::cross_entropy(x, probabilities(), F::CrossEntropyFuncOptions().label_smoothing(0.1).reduction(kiln::kSum)),
+      {5.44164991});
   expect_values(F::cross_entropy(x, probabilities(), F::CrossEntropyFuncOptions().reduction(kiln::kNone)),
                 {1.92934513, 1.57723963, 1.94808722});
   expect_values(F::cross_entropy(x, yi), {1.11914515});
@@ -87,8 +89,9 @@ TEST(LossValues, CrossEntropyMatchesLibtorch) {
 TEST(LossValues, WeightedAndMultiDimCrossEntropyMatchesLibtorch) {
   const Tensor x = logits(), y = classes(), w = class_weights();
   expect_values(F::cross_entropy(x, y, F::CrossEntropyFuncOptions().weight(w)), {1.43945515});
-  expect_values(F::cross_entropy(x, classes_with_ignored(), F::CrossEntropyFuncOptions().weight(w).label_smoothing(0.2)),
-                {1.50437915});
+  expect_values(
+      F::cross_entropy(x, classes_with_ignored(), F::CrossEntropyFuncOptions().weight(w).label_smoothing(0.2)),
+      {1.50437915});
   expect_values(
       F::cross_entropy(x, y, F::CrossEntropyFuncOptions().weight(w).label_smoothing(0.2).reduction(kiln::kNone)),
       {1.0814786, 1.14747071, 4.93603754});
@@ -154,9 +157,10 @@ TEST(LossValues, BinaryCrossEntropyMatchesLibtorch) {
   Tensor t = kiln::tensor({1.0, 0.0, 1.0, 0.0, 0.3, 1.0});
   expect_values(F::binary_cross_entropy(p, t), {0.330414265});
   expect_values(kiln::binary_cross_entropy(p, t, {}, "sum"), {0.330414265 * 6}, 1e-5);
-  expect_values(F::binary_cross_entropy(p, t, F::BinaryCrossEntropyFuncOptions()
-                                                  .weight(kiln::tensor({1.0, 2.0, 0.5, 1.0, 3.0, 1.0}))
-                                                  .reduction(kiln::kSum)),
+  expect_values(F::binary_cross_entropy(p, t,
+                                        F::BinaryCrossEntropyFuncOptions()
+                                            .weight(kiln::tensor({1.0, 2.0, 0.5, 1.0, 3.0, 1.0}))
+                                            .reduction(kiln::kSum)),
                 {3.75862241});
   // log is clamped at -100, as in libtorch: confident wrong answers cost 100, not infinity.
   expect_values(F::binary_cross_entropy(kiln::tensor({0.0, 1.0, 0.5}), kiln::tensor({1.0, 0.0, 0.5}),
@@ -169,7 +173,8 @@ TEST(LossValues, ModulesAndReductionTags) {
   const Tensor a = regression_input(), b = regression_target();
   expect_values(kiln::nn::MSELoss()(a, b), {10.97 / 6});
   expect_values(kiln::nn::MSELoss(kiln::kSum)(a, b), {10.97});
-  expect_values(kiln::nn::MSELoss(kiln::nn::MSELossOptions().reduction("none"))(a, b), {0.25, 2.25, 1, 1.21, 6.25, 0.01});
+  expect_values(kiln::nn::MSELoss(kiln::nn::MSELossOptions().reduction("none"))(a, b),
+                {0.25, 2.25, 1, 1.21, 6.25, 0.01});
   expect_values(kiln::nn::L1Loss(kiln::kSum)(a, b), {6.7});
   expect_values(kiln::nn::SmoothL1Loss()(a, b), {4.23 / 6});
   expect_values(F::mse_loss(a, b, kiln::kSum), {10.97});
@@ -201,9 +206,8 @@ TEST(LossGradients, CrossEntropyAndNll) {
   // The gradient with respect to probability targets.
   const Tensor xd = x.to(kiln::kDouble);
   expect_gradient_matches([&](const Tensor& t) { return kiln::cross_entropy(xd, t); }, p);
-  expect_gradient_matches(
-      [&](const Tensor& z) { return F::nll_loss(z, yi, F::NLLLossFuncOptions().weight(w)); },
-      kiln::log_softmax(x, 1));
+  expect_gradient_matches([&](const Tensor& z) { return F::nll_loss(z, yi, F::NLLLossFuncOptions().weight(w)); },
+                          kiln::log_softmax(x, 1));
 }
 
 TEST(LossGradients, BinaryCrossEntropy) {
@@ -236,11 +240,21 @@ TEST(LossErrors, ShapesAndDtypes) {
   expect_error([&] { kiln::l1_loss(kiln::zeros({6}, kiln::kLong), a); }, {"l1_loss", "floating"});
   expect_error([&] { kiln::smooth_l1_loss(a, a, "mean", -1.0); }, {"smooth_l1_loss", "beta"});
   // Class targets: dtype, shape, values.
-  expect_error([&] { kiln::cross_entropy(logits(), kiln::tensor({2.0, 0.0, 3.0})); }, {"cross_entropy", "int64", "[3]"});
-  expect_error([&] { kiln::cross_entropy(logits(), kiln::tensor({2, 0}, kiln::kLong)); },
-               {"cross_entropy", "[3]", "[3, 4]", "[2]"});
-  expect_error([&] { kiln::cross_entropy(logits(), kiln::tensor({2, 0, 4}, kiln::kLong)); },
-               {"cross_entropy", "target 4", "4 classes"});
+  expect_error(
+      [&] {
+        kiln::cross_entropy(logits(), kiln::tensor({2.0, 0.0, 3.0}));
+      },
+      {"cross_entropy", "int64", "[3]"});
+  expect_error(
+      [&] {
+        kiln::cross_entropy(logits(), kiln::tensor({2, 0}, kiln::kLong));
+      },
+      {"cross_entropy", "[3]", "[3, 4]", "[2]"});
+  expect_error(
+      [&] {
+        kiln::cross_entropy(logits(), kiln::tensor({2, 0, 4}, kiln::kLong));
+      },
+      {"cross_entropy", "target 4", "4 classes"});
   expect_error([&] { kiln::nll_loss(logits(), kiln::tensor({-1, 0, 1}, kiln::kLong)); }, {"nll_loss", "target -1"});
   // A target still pending is checked when it is computed, here by reading the loss; the same
   // program with classes in range runs afterwards.
@@ -248,19 +262,28 @@ TEST(LossErrors, ShapesAndDtypes) {
   expect_error([&] { kiln::cross_entropy(logits(), pending_target(3)).item<float>(); }, {"index 4", "out of bounds"});
   expect_error([&] { kiln::nll_loss(logits(), pending_target(-3)).item<float>(); }, {"index -2", "out of bounds"});
   EXPECT_TRUE(std::isfinite(kiln::cross_entropy(logits(), pending_target(2)).item<float>()));
-  expect_error([&] { kiln::nll_loss(kiln::tensor({1, 2}, kiln::kLong), kiln::tensor(int64_t(0))); },
-               {"nll_loss", "floating"});
+  expect_error(
+      [&] {
+        kiln::nll_loss(kiln::tensor({1, 2}, kiln::kLong), kiln::tensor(int64_t(0)));
+      },
+      {"nll_loss", "floating"});
   expect_error([&] { kiln::cross_entropy(kiln::tensor(1.0), kiln::tensor(int64_t(0))); },
                {"cross_entropy", "at least 1 dimension"});
   expect_error([&] { kiln::cross_entropy(kiln::tensor(1.0), kiln::tensor(0.0)); }, {"cross_entropy", "[]"});
   expect_error([&] { kiln::cross_entropy(logits(), classes(), "mean", 1.5); }, {"cross_entropy", "label_smoothing"});
   // Probability targets must be floating.
-  expect_error([&] { kiln::cross_entropy(logits(), kiln::zeros({3, 4}, kiln::kLong)); },
-               {"cross_entropy", "floating point type for target"});
+  expect_error(
+      [&] {
+        kiln::cross_entropy(logits(), kiln::zeros({3, 4}, kiln::kLong));
+      },
+      {"cross_entropy", "floating point type for target"});
   expect_error([&] { F::cross_entropy(logits(), classes(), F::CrossEntropyFuncOptions().weight(kiln::ones({3}))); },
                {"cross_entropy", "weight", "[3]"});
-  expect_error([&] { kiln::binary_cross_entropy(kiln::rand({3, 1}), kiln::rand({3})); },
-               {"binary_cross_entropy", "[3]", "[3, 1]"});
+  expect_error(
+      [&] {
+        kiln::binary_cross_entropy(kiln::rand({3, 1}), kiln::rand({3}));
+      },
+      {"binary_cross_entropy", "[3]", "[3, 1]"});
 }
 
 // --- logits losses, Huber, softplus (values printed by libtorch 1.13 for the same inputs) ---

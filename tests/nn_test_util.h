@@ -2,14 +2,13 @@
 // by central finite differences.
 #pragma once
 #include <gtest/gtest.h>
+#include <kiln/kiln.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <kiln/kiln.h>
 
 namespace nn_test {
 
@@ -40,7 +39,8 @@ inline void expect_gradient_matches(const std::function<kiln::Tensor(const kiln:
     std::vector<double> plus = base, minus = base;
     plus[i] += eps;
     minus[i] -= eps;
-    const double numeric = (f(doubles(plus, shape)).item<double>() - f(doubles(minus, shape)).item<double>()) / (2 * eps);
+    const double numeric =
+        (f(doubles(plus, shape)).item<double>() - f(doubles(minus, shape)).item<double>()) / (2 * eps);
     EXPECT_NEAR(analytic[i], numeric, tol * std::max(1.0, std::abs(numeric))) << "d f / d x[" << i << "]";
   }
 }

@@ -24,8 +24,9 @@ TEST(OpTable, EveryOpHasADerivativeRowOrIsDeclaredWithoutOne) {
   for (kiln::ir::Op op : every_op()) {
     const bool row = kiln::detail::derivative(op) != nullptr;
     const bool none = kiln::detail::declared_without_gradient(op);
-    EXPECT_TRUE(row != none) << kiln::ir::op_name(op) << (row ? " has a row and is declared without gradient"
-                                                              : " has no derivative row and is not declared without");
+    EXPECT_TRUE(row != none) << kiln::ir::op_name(op)
+                             << (row ? " has a row and is declared without gradient"
+                                     : " has no derivative row and is not declared without");
   }
 }
 
@@ -48,7 +49,8 @@ TEST(OpTable, ExactlyTheElementwiseOpsHaveAScalarMeaning) {
 // values from host data (computed by a kernel): the same bits, in float32 and float64.
 TEST(OpTable, ConstantFoldingGivesTheKernelsBits) {
   using kiln::Tensor;
-  const std::vector<double> as = {0.1, -2.5, 3.0, 1e-3, 7.25, -0.0, 1.0 / 3.0}, bs = {0.7, 3.1, -1.5, 3.0, 1e30, 2.0, 0.2};
+  const std::vector<double> as = {0.1, -2.5, 3.0, 1e-3, 7.25, -0.0, 1.0 / 3.0},
+                            bs = {0.7, 3.1, -1.5, 3.0, 1e30, 2.0, 0.2};
   for (kiln::ScalarType dtype : {kiln::kFloat, kiln::kDouble})
     for (kiln::ir::Op op : every_op()) {
       const kiln::ir::OpKind kind = kiln::ir::op_kind(op);
@@ -58,8 +60,8 @@ TEST(OpTable, ConstantFoldingGivesTheKernelsBits) {
         continue;
       for (size_t i = 0; i < as.size(); ++i) {
         auto apply = [&](const Tensor& a, const Tensor& b) {
-          return kiln::detail::primitive(op, kind == kiln::ir::OpKind::Unary ? kiln::TensorList{a} : kiln::TensorList{a, b},
-                                         {1}, dtype);
+          return kiln::detail::primitive(
+              op, kind == kiln::ir::OpKind::Unary ? kiln::TensorList{a} : kiln::TensorList{a, b}, {1}, dtype);
         };
         const Tensor folded = apply(kiln::full({1}, as[i], dtype), kiln::full({1}, bs[i], dtype));
         const Tensor computed = apply(kiln::tensor({as[i]}, dtype), kiln::tensor({bs[i]}, dtype));

@@ -67,9 +67,8 @@ TEST(OptimAdamW, MatchesLibtorch) {
 TEST(OptimRMSprop, MatchesLibtorch) {
   expect_values(run<optim::RMSprop>(optim::RMSpropOptions(0.01)),
                 {0.276942849, -1.26125658, 1.7789079, 1.2780298, 0.47606647, -0.982569873}, kRtol, kAtol);
-  expect_values(
-      run<optim::RMSprop>(optim::RMSpropOptions(0.01).momentum(0.9).centered(true).weight_decay(0.1)),
-      {0.045813214, -1.31014681, 1.54638612, 1.04530275, 0.708242416, -1.22329986}, kRtol, kAtol);
+  expect_values(run<optim::RMSprop>(optim::RMSpropOptions(0.01).momentum(0.9).centered(true).weight_decay(0.1)),
+                {0.045813214, -1.31014681, 1.54638612, 1.04530275, 0.708242416, -1.22329986}, kRtol, kAtol);
 }
 
 TEST(OptimParamGroups, LearningRatesPerGroup) {

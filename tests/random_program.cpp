@@ -334,8 +334,7 @@ Program shrink(Program p, const std::function<bool(const Program&)>& fails) {
   // Then drop single instructions no later one reads.
   for (int i = int(p.instrs.size()) - 2; i >= 0; --i) {
     bool read = false;
-    for (const auto& in : p.instrs)
-      read |= std::find(in.args.begin(), in.args.end(), i) != in.args.end();
+    for (const auto& in : p.instrs) read |= std::find(in.args.begin(), in.args.end(), i) != in.args.end();
     if (read) continue;
     Program q = p;
     q.instrs.erase(q.instrs.begin() + i);

@@ -7,12 +7,12 @@
 // other extents and the data. Programs sharing a structure share their kernels' cache keys, which
 // keeps thousands of programs affordable: sizes are kernel arguments.
 #pragma once
+#include <kiln/kiln.h>
+
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <kiln/kiln.h>
 
 namespace kiln::fuzz {
 

@@ -1,11 +1,11 @@
 // Saving and loading weights as safetensors: round trips through a file, PyTorch's names, files
 // written byte for byte as the safetensors library writes them (and read from such bytes), strict
 // key checks, malformed files, and an optimizer that keeps working after a load.
+#include <kiln/torch.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <kiln/torch.h>
 
 #include "nn_test_util.h"
 #include "serialize_test_util.h"
@@ -109,11 +109,11 @@ TEST(Serialize, NestedNamesAndBuffersAsPyTorchNamesThem) {
   Net saved;
   const auto state = kiln::state_dict(*saved);
   // Each module's own parameters, then its buffers, then its children's, as PyTorch's state_dict().
-  EXPECT_EQ(state.keys(), (std::vector<std::string>{"scale", "fc1.weight", "fc1.bias", "block.0.weight",
-                                                     "block.0.bias", "block.2.weight", "block.2.bias", "bn.weight",
-                                                     "bn.running_mean", "bn.num_batches_tracked", "bn.mask"}));
+  EXPECT_EQ(state.keys(), (std::vector<std::string>{"scale", "fc1.weight", "fc1.bias", "block.0.weight", "block.0.bias",
+                                                    "block.2.weight", "block.2.bias", "bn.weight", "bn.running_mean",
+                                                    "bn.num_batches_tracked", "bn.mask"}));
   EXPECT_FALSE(state["fc1.weight"].requires_grad());  // detached, as PyTorch's state_dict()
-  torch::save(saved, path);  // the libtorch spelling, through <kiln/torch.h>
+  torch::save(saved, path);                           // the libtorch spelling, through <kiln/torch.h>
 
   kiln::manual_seed(4);
   auto loaded = std::make_shared<NetImpl>();  // a shared_ptr works as well as the holder
@@ -165,13 +165,14 @@ TEST(Serialize, WritesAndReadsTheBytesSafetensorsWrites) {
   mixed.insert("d", kiln::tensor({0.25}, kiln::kDouble));
   mixed.insert("i", kiln::tensor({int64_t(-3)}));
   kiln::save_safetensors(mixed, dir.file("mixed.safetensors"));
-  EXPECT_EQ(read_bytes(dir.file("mixed.safetensors")),
-            safetensors_bytes(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
-                              R"("d":{"dtype":"F64","shape":[1],"data_offsets":[8,16]},)"
-                              R"("a":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
-                              R"("f":{"dtype":"F32","shape":[1],"data_offsets":[20,24]},)"
-                              R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[24,26]}})",
-                              raw<int64_t>({-3}) + raw<double>({0.25}) + raw<float>({2.5f, 1.5f}) + std::string("\1\0", 2)));
+  EXPECT_EQ(
+      read_bytes(dir.file("mixed.safetensors")),
+      safetensors_bytes(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]},)"
+                        R"("d":{"dtype":"F64","shape":[1],"data_offsets":[8,16]},)"
+                        R"("a":{"dtype":"F32","shape":[1],"data_offsets":[16,20]},)"
+                        R"("f":{"dtype":"F32","shape":[1],"data_offsets":[20,24]},)"
+                        R"("b":{"dtype":"BOOL","shape":[2],"data_offsets":[24,26]}})",
+                        raw<int64_t>({-3}) + raw<double>({0.25}) + raw<float>({2.5f, 1.5f}) + std::string("\1\0", 2)));
 }
 
 // What `safetensors.torch.save_file(torch.nn.Linear(3, 2).state_dict(), ...)` writes, built here
@@ -270,7 +271,8 @@ TEST(Serialize, MalformedFilesNameThePath) {
   expect_error([&] { kiln::load_safetensors(bad_json); }, {bad_json, "not a JSON object"});
 
   const std::string bad = dir.file("bad.safetensors");
-  write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}})", raw<float>({1, 2, 3, 4})));
+  write_bytes(
+      bad, safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}})", raw<float>({1, 2, 3, 4})));
   expect_error([&] { kiln::load_safetensors(bad); }, {bad, "\"w\"", "16 bytes", "need 24"});
   write_bytes(bad, safetensors_bytes(R"({"w":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", raw<float>({1, 2})));
   expect_error([&] { kiln::load_safetensors(bad); }, {bad, "unsupported dtype", "C64"});

@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <kiln/kiln.h>
 
 TEST(Smoke, AddAndBackward) {

@@ -1,9 +1,8 @@
 // <kiln/torch.h>: a libtorch program compiles unchanged and trains as it does under libtorch.
 #include <gtest/gtest.h>
+#include <kiln/torch.h>
 
 #include <cmath>
-
-#include <kiln/torch.h>
 
 #include "torch_program.h"
 
@@ -31,17 +30,17 @@ TEST(TorchHeader, LibtorchProgramTrainsLikeLibtorch) {
   // The same program built against libtorch 1.13 printed these losses: same seed, same initial
   // weights and data, same optimizer and schedule.
   const std::vector<float> libtorch_losses = {
-      1.13321924f, 0.995664001f, 0.882646978f, 0.78002882f,  0.684118807f, 0.596905768f, 0.52106452f,  0.457084715f,
-      0.40244326f, 0.354606062f, 0.313655853f, 0.280491829f, 0.266613841f, 0.254216522f, 0.243352368f, 0.234007105f,
-      0.226028532f, 0.219216272f, 0.213460609f, 0.20875594f, 0.205100849f, 0.202418119f, 0.201376736f, 0.200476885f,
-      0.19969584f, 0.199010789f, 0.198398754f, 0.197837889f, 0.197307944f, 0.196791291f};
+      1.13321924f,  0.995664001f, 0.882646978f, 0.78002882f,  0.684118807f, 0.596905768f, 0.52106452f,  0.457084715f,
+      0.40244326f,  0.354606062f, 0.313655853f, 0.280491829f, 0.266613841f, 0.254216522f, 0.243352368f, 0.234007105f,
+      0.226028532f, 0.219216272f, 0.213460609f, 0.20875594f,  0.205100849f, 0.202418119f, 0.201376736f, 0.200476885f,
+      0.19969584f,  0.199010789f, 0.198398754f, 0.197837889f, 0.197307944f, 0.196791291f};
   ASSERT_EQ(r.losses.size(), libtorch_losses.size());
   for (size_t i = 0; i < r.losses.size(); ++i) EXPECT_NEAR(r.losses[i], libtorch_losses[i], 2e-4) << "step " << i;
   for (size_t i = 1; i < r.losses.size(); ++i) EXPECT_LT(r.losses[i], r.losses[i - 1]) << "step " << i;
   EXPECT_FLOAT_EQ(r.accuracy, 1.0f);
   EXPECT_DOUBLE_EQ(r.final_lr, 0.005);
   EXPECT_EQ(r.parameter_names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "norm.weight", "norm.bias",
-                                                        "head.0.weight", "head.0.bias", "fc2.weight", "fc2.bias"}));
+                                                         "head.0.weight", "head.0.bias", "fc2.weight", "fc2.bias"}));
 }
 
 // The names libtorch programs use, resolved through the torch:: and at:: aliases.

@@ -48,7 +48,7 @@ enum OpTraits : uint8_t { kExact = 1, kCommutative = 2, kAssociative = 4, kInt64
 struct OpFacts {
   const char* name;
   OpKind kind;
-  int cost;    // simple operations per element (fusion/partition.cpp, codegen/halide/schedule.cpp)
+  int cost;  // simple operations per element (fusion/partition.cpp, codegen/halide/schedule.cpp)
   uint8_t traits;
   Op combine;  // a reduction's binary op; the op itself otherwise
   bool has(OpTraits t) const { return (traits & t) != 0; }
@@ -77,14 +77,14 @@ struct Operand {
 struct Node {
   Op op;
   ScalarType dtype;
-  uint32_t trace_index = 0;     // its place in its thread's RecordedNodes (tracer::record; in padding)
-  Shape shape;                  // the output is contiguous in this shape
+  uint32_t trace_index = 0;  // its place in its thread's RecordedNodes (tracer::record; in padding)
+  Shape shape;               // the output is contiguous in this shape
   std::vector<Operand, pool::Allocator<Operand>> inputs;  // cleared once computed
-  std::vector<int64_t> ints;    // axes, dim, or a view for WriteView
-  double scalar = 0;            // Const's value; an int64 Const's nearest double (see int_scalar)
-  int64_t int_scalar = 0;       // an int64 Const's value, exact (a double is not above 2^53)
-  BufferPtr result;             // set once computed
-  uint64_t seq = 0;             // order of recording (tracer::record): see fusion::make_plan
+  std::vector<int64_t> ints;                              // axes, dim, or a view for WriteView
+  double scalar = 0;       // Const's value; an int64 Const's nearest double (see int_scalar)
+  int64_t int_scalar = 0;  // an int64 Const's value, exact (a double is not above 2^53)
+  BufferPtr result;        // set once computed
+  uint64_t seq = 0;        // order of recording (tracer::record): see fusion::make_plan
 
   // Scratch for the pass over a plan now running (fusion/): a pass stamps the nodes it touches
   // with its own number (fusion::begin_pass), so a stamp left by an earlier pass reads as unset

@@ -22,10 +22,10 @@ namespace kiln::codegen::cuda {
 constexpr int kGeneratorVersion = 1;
 
 struct CompiledKernel {
-  std::string key;    // cuda_key
-  std::string name;   // the __global__ function
+  std::string key;        // cuda_key
+  std::string name;       // the __global__ function
   std::string init_name;  // a library kernel's first launch, where it has two (KernelSource)
-  std::string image;  // a cubin, or PTX when ptx_only
+  std::string image;      // a cubin, or PTX when ptx_only
   bool ptx_only = false;
   Layout layout = Layout::Pointwise;
 };

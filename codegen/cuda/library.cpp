@@ -274,8 +274,8 @@ bool has_library_source(const Node& n) {
     case ir::OpKind::Cat:
     case ir::OpKind::WriteView: return true;
     case ir::OpKind::Matmul: return false;  // matmul and bmm are cuBLAS calls, not generated
-    case ir::OpKind::Scan:                   // scans and sorts along a dim: no CUDA source yet (the
-    case ir::OpKind::Sort: return false;     // CPU runs them with codegen/scan_sort.h's routines)
+    case ir::OpKind::Scan:                  // scans and sorts along a dim: no CUDA source yet (the
+    case ir::OpKind::Sort: return false;    // CPU runs them with codegen/scan_sort.h's routines)
     case ir::OpKind::Leaf:
     case ir::OpKind::Unary:
     case ir::OpKind::Binary:

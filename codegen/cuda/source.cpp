@@ -5,8 +5,8 @@
 
 #include "codegen/cuda/emitter.h"
 #include "codegen/cuda/ops.h"
-#include "runtime/hash.h"
 #include "runtime/error.h"
+#include "runtime/hash.h"
 
 namespace kiln::codegen::cuda {
 namespace {

@@ -42,7 +42,8 @@ class HalideBackend final : public Backend {
       const auto start = trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       run_node(*k.library_node);
       if (trace)
-        log().trace("library {:.1f} us {} {}", std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(),
+        log().trace("library {:.1f} us {} {}",
+                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count(),
                     ir::op_name(k.library_node->op), detail::concat(k.library_node->shape));
       stats_add(&Stats::kernel_launches, 1);
       return;

@@ -23,8 +23,8 @@ Dataset load_idx_pair(const std::string& images_path, const std::string& labels_
   const IdxArray labels = read_idx(labels_path);
   KILN_CHECK(labels.dims.size() == 1 && labels.type_code == kIdxUByte, "load_idx_pair: ", labels_path,
              ": expected labels of rank 1, ubyte [N], got ", describe(labels));
-  KILN_CHECK(images.dims[0] == labels.dims[0], "load_idx_pair: ", images_path, " holds ", images.dims[0],
-             " images ", images.dims, " but ", labels_path, " holds ", labels.dims[0], " labels ", labels.dims);
+  KILN_CHECK(images.dims[0] == labels.dims[0], "load_idx_pair: ", images_path, " holds ", images.dims[0], " images ",
+             images.dims, " but ", labels_path, " holds ", labels.dims[0], " labels ", labels.dims);
 
   const int64_t n = images.dims[0], height = images.dims[1], width = images.dims[2];
   std::vector<int64_t> label_values(labels.data.begin(), labels.data.end());

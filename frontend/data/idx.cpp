@@ -122,9 +122,11 @@ int64_t IdxArray::numel() const {
 
 int idx_element_size(uint8_t type_code) {
   switch (type_code) {
-    case kIdxUByte: case kIdxSByte: return 1;
+    case kIdxUByte:
+    case kIdxSByte: return 1;
     case kIdxShort: return 2;
-    case kIdxInt: case kIdxFloat: return 4;
+    case kIdxInt:
+    case kIdxFloat: return 4;
     case kIdxDouble: return 8;
     default: return 0;
   }

@@ -14,10 +14,10 @@ namespace kiln::data {
 enum IdxType : uint8_t {
   kIdxUByte = 0x08,
   kIdxSByte = 0x09,
-  kIdxShort = 0x0B,  // int16
-  kIdxInt = 0x0C,    // int32
-  kIdxFloat = 0x0D,  // float32
-  kIdxDouble = 0x0E, // float64
+  kIdxShort = 0x0B,   // int16
+  kIdxInt = 0x0C,     // int32
+  kIdxFloat = 0x0D,   // float32
+  kIdxDouble = 0x0E,  // float64
 };
 
 // The content of one IDX file: its dimensions, its element type, and its elements as raw bytes in
@@ -30,7 +30,9 @@ struct IdxArray {
   int64_t numel() const;
   // The elements reinterpreted as T, which must match type_code's size (e.g. int32_t for 0x0C).
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(data.data()); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(data.data());
+  }
 };
 
 // Bytes per element of an IDX type code (0 for an unknown code), and its name ("ubyte", ...).

@@ -40,8 +40,8 @@ class AnyModule {
   template <typename M>
   AnyModule(const ModuleHolder<M>& holder) : AnyModule(holder.ptr()) {}
   // A module given by value is moved into a new shared_ptr, as libtorch does.
-  template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>> &&
-                                                    !std::is_reference_v<M>>>
+  template <typename M,
+            typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>> && !std::is_reference_v<M>>>
   AnyModule(M&& module) : AnyModule(std::make_shared<M>(std::move(module))) {}
 
   Tensor forward(const Tensor& input) const {

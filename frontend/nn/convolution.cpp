@@ -16,12 +16,13 @@ using kiln::detail::shape_str;
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
   const int64_t groups = options.groups();
-  KILN_CHECK(groups > 0 && options.in_channels() > 0 && options.out_channels() > 0, "Conv2d: in_channels, "
-             "out_channels and groups must be positive, got ", options.in_channels(), ", ", options.out_channels(),
-             " and ", groups);
-  KILN_CHECK(options.in_channels() % groups == 0 && options.out_channels() % groups == 0,
-             "Conv2d: in_channels (", options.in_channels(), ") and out_channels (", options.out_channels(),
-             ") must be divisible by groups (", groups, ")");
+  KILN_CHECK(groups > 0 && options.in_channels() > 0 && options.out_channels() > 0,
+             "Conv2d: in_channels, "
+             "out_channels and groups must be positive, got ",
+             options.in_channels(), ", ", options.out_channels(), " and ", groups);
+  KILN_CHECK(options.in_channels() % groups == 0 && options.out_channels() % groups == 0, "Conv2d: in_channels (",
+             options.in_channels(), ") and out_channels (", options.out_channels(), ") must be divisible by groups (",
+             groups, ")");
   reset();
 }
 
@@ -60,8 +61,8 @@ void Conv2dImpl::pretty_print(std::ostream& stream) const {
 
 void MaxPool2dImpl::pretty_print(std::ostream& stream) const {
   stream << std::boolalpha << "kiln::nn::MaxPool2d(kernel_size=" << options.kernel_size()
-         << ", stride=" << options.stride() << ", padding=" << options.padding()
-         << ", dilation=" << options.dilation() << ", ceil_mode=" << options.ceil_mode() << ")";
+         << ", stride=" << options.stride() << ", padding=" << options.padding() << ", dilation=" << options.dilation()
+         << ", ceil_mode=" << options.ceil_mode() << ")";
 }
 
 void AvgPool2dImpl::pretty_print(std::ostream& stream) const {

@@ -7,8 +7,8 @@
 namespace kiln {
 
 namespace enumtype {
-#define KILN_ENUM_TAG(Tag, text) \
-  struct Tag {                   \
+#define KILN_ENUM_TAG(Tag, text)               \
+  struct Tag {                                 \
     static const char* name() { return text; } \
   };
 KILN_ENUM_TAG(kNone, "none")

@@ -50,7 +50,9 @@ std::string trailing(const std::vector<int64_t>& shape) {
 }
 }  // namespace
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) { return kiln::linear(input, weight, bias); }
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  return kiln::linear(input, weight, bias);
+}
 
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   const auto& shape = options.normalized_shape();
@@ -99,7 +101,8 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
 }
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options) {
-  KILN_CHECK(options.momentum().has_value(), "batch_norm: momentum must be given (nn::BatchNorm handles the "
+  KILN_CHECK(options.momentum().has_value(),
+             "batch_norm: momentum must be given (nn::BatchNorm handles the "
              "cumulative average)");
   return kiln::batch_norm(input, options.weight(), options.bias(), running_mean, running_var, options.training(),
                           *options.momentum(), options.eps());
@@ -118,8 +121,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options) {
   return kiln::l1_loss(input, target, options.reduction());
 }
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options,
-                      double beta) {
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta) {
   return kiln::smooth_l1_loss(input, target, options.reduction(), beta != 1.0 ? beta : options.beta());
 }
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options) {

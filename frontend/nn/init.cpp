@@ -36,8 +36,10 @@ double calculate_gain(NonlinearityType nonlinearity, double param) {
 }
 
 std::tuple<int64_t, int64_t> _calculate_fan_in_and_fan_out(const Tensor& t) {
-  KILN_CHECK(t.dim() >= 2, "init: fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
-             "(got ", kiln::detail::shape_str(t), ")");
+  KILN_CHECK(t.dim() >= 2,
+             "init: fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+             "(got ",
+             kiln::detail::shape_str(t), ")");
   const int64_t receptive_field = t.dim() > 2 ? t.numel() / (t.size(0) * t.size(1)) : 1;
   return {t.size(1) * receptive_field, t.size(0) * receptive_field};
 }

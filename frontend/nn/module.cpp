@@ -36,9 +36,8 @@ const std::string& Module::name() const noexcept {
 
 // --- the module tree ---
 
-void Module::apply_to_submodules(
-    const std::function<void(const std::string&, const std::shared_ptr<Module>&)>& fn,
-    const std::string& name_prefix) const {
+void Module::apply_to_submodules(const std::function<void(const std::string&, const std::shared_ptr<Module>&)>& fn,
+                                 const std::string& name_prefix) const {
   for (const auto& child : children_) {
     const std::string qualified = join_name(name_prefix, child.key());
     fn(qualified, child.value());
@@ -53,8 +52,7 @@ void Module::apply(const ModuleApplyFunction& fn) {
 
 void Module::apply(const NamedModuleApplyFunction& fn, const std::string& name_prefix) {
   fn(name_prefix, *this);
-  apply_to_submodules([&](const std::string& name, const std::shared_ptr<Module>& m) { fn(name, *m); },
-                      name_prefix);
+  apply_to_submodules([&](const std::string& name, const std::shared_ptr<Module>& m) { fn(name, *m); }, name_prefix);
 }
 
 OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
@@ -87,8 +85,11 @@ std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(r
 
 std::shared_ptr<Module> Module::shared_from_this_checked() const {
   auto self = const_cast<Module*>(this)->weak_from_this().lock();
-  KILN_CHECK(self, "It looks like you attempted to retrieve your top-level module as a shared_ptr, but it is not "
-             "stored in a shared_ptr. Use std::make_shared<", name(), "> instead of creating your module on the "
+  KILN_CHECK(self,
+             "It looks like you attempted to retrieve your top-level module as a shared_ptr, but it is not "
+             "stored in a shared_ptr. Use std::make_shared<",
+             name(),
+             "> instead of creating your module on the "
              "stack, or alternatively do not try to access your top-level module at all by passing "
              "/*include_self=*/false to modules() or named_modules()");
   return self;
@@ -167,7 +168,8 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
   if (tensor.defined()) {
     KILN_CHECK(!requires_grad || tensor.is_floating_point(), "register_parameter: parameter '", name,
                "' must be floating point to require grad, got ", tensor.dtype());
-    KILN_CHECK(tensor.is_leaf(), "register_parameter: parameter '", name, "' must be a leaf tensor (it has a "
+    KILN_CHECK(tensor.is_leaf(), "register_parameter: parameter '", name,
+               "' must be a leaf tensor (it has a "
                "grad_fn); register a detached tensor instead");
     tensor.requires_grad_(requires_grad);
   }
@@ -176,15 +178,15 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
 
 Tensor& Module::register_buffer(std::string name, Tensor tensor) {
   KILN_CHECK(!name.empty(), "register_buffer: buffer name must not be empty");
-  KILN_CHECK(name.find('.') == std::string::npos, "register_buffer: buffer name must not contain a dot (got '",
-             name, "')");
+  KILN_CHECK(name.find('.') == std::string::npos, "register_buffer: buffer name must not contain a dot (got '", name,
+             "')");
   return buffers_.insert(std::move(name), std::move(tensor));
 }
 
 void Module::check_child_name(const std::string& name) const {
   KILN_CHECK(!name.empty(), "register_module: submodule name must not be empty");
-  KILN_CHECK(name.find('.') == std::string::npos, "register_module: submodule name must not contain a dot (got '",
-             name, "')");
+  KILN_CHECK(name.find('.') == std::string::npos, "register_module: submodule name must not contain a dot (got '", name,
+             "')");
 }
 
 void Module::unregister_module(const std::string& name) {

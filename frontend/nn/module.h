@@ -52,7 +52,7 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
   std::vector<std::shared_ptr<Module>> modules(bool include_self = true) const;
   OrderedDict<std::string, std::shared_ptr<Module>> named_modules(const std::string& name_prefix = std::string(),
-                                                                   bool include_self = true) const;
+                                                                  bool include_self = true) const;
   std::vector<std::shared_ptr<Module>> children() const;
   OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
   // Calls `fn` on this module and every descendant, parents first.
@@ -204,7 +204,8 @@ class ModuleHolder : detail::ModuleHolderIndicator {
       return nullptr;
   }
   void check_not_empty() const {
-    KILN_CHECK(impl_, "Accessing empty ModuleHolder: this ", demangled_name(), " was made with nullptr and "
+    KILN_CHECK(impl_, "Accessing empty ModuleHolder: this ", demangled_name(),
+               " was made with nullptr and "
                "never assigned a module");
   }
   static std::string demangled_name();
@@ -226,11 +227,11 @@ std::ostream& operator<<(std::ostream& stream, const ModuleHolder<Contained>& ho
 }  // namespace kiln::nn
 
 // Declares `Name` as the holder of `NameImpl`: `struct NetImpl : nn::Module {...}; KILN_MODULE(Net);`
-#define KILN_MODULE_IMPL(Name, ImplType)                      \
-  class Name : public ::kiln::nn::ModuleHolder<ImplType> {   \
-   public:                                                   \
-    using ::kiln::nn::ModuleHolder<ImplType>::ModuleHolder;  \
-    using ::kiln::nn::ModuleHolder<ImplType>::get;           \
+#define KILN_MODULE_IMPL(Name, ImplType)                    \
+  class Name : public ::kiln::nn::ModuleHolder<ImplType> {  \
+   public:                                                  \
+    using ::kiln::nn::ModuleHolder<ImplType>::ModuleHolder; \
+    using ::kiln::nn::ModuleHolder<ImplType>::get;          \
   }
 #define KILN_MODULE(Name) KILN_MODULE_IMPL(Name, Name##Impl)
 #ifndef TORCH_MODULE

@@ -16,8 +16,10 @@ using kiln::operator<<;  // shapes print as [2, 3]
 // --- Linear ---
 
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
-  KILN_CHECK(options.in_features() >= 0 && options.out_features() >= 0, "Linear: in_features and out_features must "
-             "not be negative, got ", options.in_features(), " and ", options.out_features());
+  KILN_CHECK(options.in_features() >= 0 && options.out_features() >= 0,
+             "Linear: in_features and out_features must "
+             "not be negative, got ",
+             options.in_features(), " and ", options.out_features());
   reset();
 }
 
@@ -31,8 +33,10 @@ void LinearImpl::reset() {
 void LinearImpl::reset_parameters() { init::default_layer_init_(weight, bias); }
 
 Tensor LinearImpl::forward(const Tensor& input) {
-  KILN_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(), "Linear: expected input with last "
-             "dimension ", options.in_features(), ", got ", shape_str(input));
+  KILN_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(),
+             "Linear: expected input with last "
+             "dimension ",
+             options.in_features(), ", got ", shape_str(input));
   return functional::linear(input, weight, bias);
 }
 
@@ -68,10 +72,8 @@ void LayerNormImpl::reset_parameters() {
 }
 
 Tensor LayerNormImpl::forward(const Tensor& input) {
-  return functional::layer_norm(input, functional::LayerNormFuncOptions(options.normalized_shape())
-                                           .weight(weight)
-                                           .bias(bias)
-                                           .eps(options.eps()));
+  return functional::layer_norm(
+      input, functional::LayerNormFuncOptions(options.normalized_shape()).weight(weight).bias(bias).eps(options.eps()));
 }
 
 void LayerNormImpl::pretty_print(std::ostream& stream) const {
@@ -82,8 +84,10 @@ void LayerNormImpl::pretty_print(std::ostream& stream) const {
 // --- Embedding ---
 
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options_) {
-  KILN_CHECK(options.num_embeddings() > 0 && options.embedding_dim() > 0, "Embedding: num_embeddings and "
-             "embedding_dim must be positive, got ", options.num_embeddings(), " and ", options.embedding_dim());
+  KILN_CHECK(options.num_embeddings() > 0 && options.embedding_dim() > 0,
+             "Embedding: num_embeddings and "
+             "embedding_dim must be positive, got ",
+             options.num_embeddings(), " and ", options.embedding_dim());
   reset();
 }
 
@@ -110,7 +114,8 @@ DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) {
 
 Tensor DropoutImpl::forward(Tensor input) {
   return functional::dropout(
-      std::move(input), functional::DropoutFuncOptions().p(options.p()).inplace(options.inplace()).training(is_training()));
+      std::move(input),
+      functional::DropoutFuncOptions().p(options.p()).inplace(options.inplace()).training(is_training()));
 }
 
 void DropoutImpl::pretty_print(std::ostream& stream) const {

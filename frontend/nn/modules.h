@@ -185,12 +185,12 @@ class GELUImpl : public Module {
 KILN_MODULE(GELU);
 
 // Activations without options.
-#define KILN_SIMPLE_ACTIVATION(Name, fn)                                    \
-  class Name##Impl : public Module {                                       \
-   public:                                                                 \
+#define KILN_SIMPLE_ACTIVATION(Name, fn)                                  \
+  class Name##Impl : public Module {                                      \
+   public:                                                                \
     Tensor forward(const Tensor& input) { return functional::fn(input); } \
     void pretty_print(std::ostream& stream) const override;               \
-  };                                                                       \
+  };                                                                      \
   KILN_MODULE(Name)
 KILN_SIMPLE_ACTIVATION(Tanh, tanh);
 KILN_SIMPLE_ACTIVATION(Sigmoid, sigmoid);
@@ -228,16 +228,14 @@ KILN_MODULE(LogSoftmax);
 
 // --- losses: forward(input, target) ---
 
-#define KILN_LOSS_MODULE(Name, Options, fn)                                                       \
-  class Name##Impl : public Module {                                                             \
-   public:                                                                                       \
-    explicit Name##Impl(const Options& options = {}) : options(options) {}                       \
-    Tensor forward(const Tensor& input, const Tensor& target) {                                  \
-      return functional::fn(input, target, options);                                             \
-    }                                                                                            \
-    void pretty_print(std::ostream& stream) const override;                                      \
-    Options options;                                                                             \
-  };                                                                                             \
+#define KILN_LOSS_MODULE(Name, Options, fn)                                                                      \
+  class Name##Impl : public Module {                                                                             \
+   public:                                                                                                       \
+    explicit Name##Impl(const Options& options = {}) : options(options) {}                                       \
+    Tensor forward(const Tensor& input, const Tensor& target) { return functional::fn(input, target, options); } \
+    void pretty_print(std::ostream& stream) const override;                                                      \
+    Options options;                                                                                             \
+  };                                                                                                             \
   KILN_MODULE(Name)
 KILN_LOSS_MODULE(MSELoss, MSELossOptions, mse_loss);
 KILN_LOSS_MODULE(L1Loss, L1LossOptions, l1_loss);

@@ -48,8 +48,7 @@ template <size_t D>
 class ExpandingArray {
  public:
   /* implicit */ ExpandingArray(int64_t value) { values_.fill(value); }
-  /* implicit */ ExpandingArray(std::initializer_list<int64_t> values)
-      : ExpandingArray(std::vector<int64_t>(values)) {}
+  /* implicit */ ExpandingArray(std::initializer_list<int64_t> values) : ExpandingArray(std::vector<int64_t>(values)) {}
   /* implicit */ ExpandingArray(const std::vector<int64_t>& values) {
     KILN_CHECK(values.size() == D, "expected ", D, " values, got ", values);
     std::copy(values.begin(), values.end(), values_.begin());
@@ -150,8 +149,8 @@ using LogSoftmaxOptions = SoftmaxOptions;
 
 // Loss options also convert from a bare reduction tag: `nn::MSELoss(torch::kSum)` (functional_more.h
 // uses it too).
-#define KILN_REDUCTION_CONSTRUCTORS(Options)             \
-  Options() = default;                                   \
+#define KILN_REDUCTION_CONSTRUCTORS(Options)               \
+  Options() = default;                                     \
   Options(enumtype::kNone r) : reduction_(Reduction(r)) {} \
   Options(enumtype::kMean r) : reduction_(Reduction(r)) {} \
   Options(enumtype::kSum r) : reduction_(Reduction(r)) {}

@@ -36,8 +36,7 @@ namespace {
 // Each module's own parameters, then its own buffers, then its children's, as PyTorch orders them.
 void collect(const nn::Module& module, const std::string& prefix, bool detach, StateDict& out) {
   auto add = [&](const StateDict& own) {
-    for (const auto& item : own)
-      out.insert(prefix + item.key(), detach ? item.value().detach() : item.value());
+    for (const auto& item : own) out.insert(prefix + item.key(), detach ? item.value().detach() : item.value());
   };
   add(module.named_parameters(/*recurse=*/false));
   add(module.named_buffers(/*recurse=*/false));
@@ -183,8 +182,8 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const S
   uint64_t offset = 0;
   for (const auto& [name, t] : items) {
     const uint64_t bytes = uint64_t(t.numel()) * element_size(t.dtype());
-    header[name] = {{"dtype", dtype_info(t.dtype()).name}, {"shape", t.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype_info(t.dtype()).name}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();

@@ -9,13 +9,15 @@
 namespace kiln::optim {
 
 std::unique_ptr<OptimizerParamState> OptimizerParamState::clone() const {
-  throw Error("OptimizerParamState: clone() has not been implemented for this state; derive from "
-              "OptimizerCloneableParamState<YourState> instead");
+  throw Error(
+      "OptimizerParamState: clone() has not been implemented for this state; derive from "
+      "OptimizerCloneableParamState<YourState> instead");
 }
 
 std::unique_ptr<OptimizerOptions> OptimizerOptions::clone() const {
-  throw Error("OptimizerOptions: clone() has not been implemented for these options; derive from "
-              "OptimizerCloneableOptions<YourOptions> instead");
+  throw Error(
+      "OptimizerOptions: clone() has not been implemented for these options; derive from "
+      "OptimizerCloneableOptions<YourOptions> instead");
 }
 double OptimizerOptions::get_lr() const { throw Error("OptimizerOptions: these options do not support get_lr()"); }
 void OptimizerOptions::set_lr(const double) { throw Error("OptimizerOptions: these options do not support set_lr()"); }

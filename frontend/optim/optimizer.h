@@ -115,9 +115,7 @@ class Optimizer {
   const std::vector<OptimizerParamGroup>& param_groups() const noexcept { return param_groups_; }
   // Per-parameter state, keyed by the parameter's TensorImpl address as libtorch keys it.
   std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>>& state() noexcept { return state_; }
-  const std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>>& state() const noexcept {
-    return state_;
-  }
+  const std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>>& state() const noexcept { return state_; }
 
   // --- serialization (frontend/optim/serialize.cpp), for SGD, Adam, AdamW and RMSprop ---
   // Writes each parameter's state as tensors "state.<index>.<name>" (parameters numbered across
