@@ -46,8 +46,11 @@ export KILN_FUZZ_PROGRAMS=${KILN_FUZZ_PROGRAMS:-200} KILN_FUZZ_STRUCTURES=${KILN
 exclude=()
 # A thread started after fork in a multithreaded process is not supported by ThreadSanitizer.
 [ "$kind" = thread ] && exclude+=("Parallel.AForkedChildRunsLoops")
-# Quick: the unit tests, without the random programs and the configure check (no code of its own).
-[ "$quick" = 1 ] && exclude+=("Differential\\." "Build\\.")
+# Quick: the unit tests, without the random programs, the configure checks (no code of their own),
+# the whole Fashion-MNIST epoch (its loader's threads run in TorchDataLoader's tests) and the
+# NVRTC compiles of every kernel structure (NVRTC's time, not kiln's code).
+[ "$quick" = 1 ] && exclude+=("Differential\\." "Build\\." "TorchDataMnist\\.FashionMnist"
+  "Cuda\\.EveryFlushedKernelStructure")
 args=()
 if [ ${#exclude[@]} -gt 0 ]; then
   args=(-E "$(IFS='|'; echo "${exclude[*]}")")
