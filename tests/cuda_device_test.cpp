@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cuda_fake_driver.h"
 #include "expect_error.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
@@ -259,10 +260,11 @@ TEST(CudaDevice, EveryCudaRequestSaysWhyCudaIsNotAvailable) {
 
 namespace {
 
-// The test's CUDA device, host memory underneath (cuda_driver::use_fake_device).
+// The test's CUDA device, host memory underneath, its kernels run by the CUDA backend through a
+// fake driver (tests/cuda_fake_driver.h).
 struct FakeCuda : ::testing::Test {
-  FakeCuda() { kiln::cuda_driver::use_fake_device(true); }
-  ~FakeCuda() override { kiln::cuda_driver::use_fake_device(false); }
+  FakeCuda() { kiln_test::use_fake_cuda(true); }
+  ~FakeCuda() override { kiln_test::use_fake_cuda(false); }
   const torch::Device cuda{"cuda:0"};
 };
 
