@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -273,6 +274,13 @@ void expect_equal(const torch::Tensor& a, const torch::Tensor& b) {
   EXPECT_EQ(a.cpu().contiguous().to_vector<float>(), b.cpu().contiguous().to_vector<float>());
 }
 
+// Within float rounding: the device sums and multiplies in another order than the CPU backend.
+void expect_close(const torch::Tensor& a, const torch::Tensor& b) {
+  ASSERT_EQ(a.sizes().vec(), b.sizes().vec());
+  const std::vector<float> x = a.cpu().contiguous().to_vector<float>(), y = b.cpu().contiguous().to_vector<float>();
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], 1e-5 + 1e-5 * std::abs(y[i])) << "element " << i;
+}
+
 }  // namespace
 
 TEST_F(FakeCuda, TensorsCarryTheirDevice) {
@@ -397,9 +405,13 @@ TEST_F(FakeCuda, TrainingOnTheDeviceMatchesTheCpu) {
   for (bool adam : {false, true}) {
     SCOPED_TRACE(adam ? "Adam" : "SGD");
     const TrainResult cpu = train(torch::kCPU, adam), gpu = train(cuda, adam);
-    EXPECT_EQ(cpu.losses, gpu.losses);
+    ASSERT_EQ(cpu.losses.size(), gpu.losses.size());
+    for (size_t i = 0; i < cpu.losses.size(); ++i) EXPECT_NEAR(cpu.losses[i], gpu.losses[i], 1e-5) << "step " << i;
     ASSERT_EQ(cpu.parameters.size(), gpu.parameters.size());
-    for (size_t i = 0; i < cpu.parameters.size(); ++i) expect_equal(cpu.parameters[i], gpu.parameters[i]);
+    // Except, with Adam, the bias of the layer before batch norm: batch norm subtracts it again, so
+    // its gradient is rounding noise, which Adam's normalized step turns into steps of +-lr.
+    for (size_t i = 0; i < cpu.parameters.size(); ++i)
+      if (!(adam && i == 1)) expect_close(cpu.parameters[i], gpu.parameters[i]);
     EXPECT_LT(gpu.losses.back(), gpu.losses.front());
   }
 }
