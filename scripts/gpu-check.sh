@@ -67,7 +67,8 @@ run() {
 
   command -v nvidia-smi >/dev/null && nvidia-smi -L
   check "kiln info" "$kiln" info
-  check "driver, allocators, devices (CudaDevice.*, FakeCuda.*)" "$tests" --gtest_filter='CudaDevice.*:FakeCuda.*'
+  # (FakeCuda.* and FakeCudaBackend.* compile kernels for the host: CI's work, not this machine's.)
+  check "driver, allocators, devices (CudaDevice.*)" "$tests" --gtest_filter='CudaDevice.*'
   if ! "$kiln" info | grep -q "cuda:0"; then
     SUMMARY+=("FAIL     kiln info names no GPU: the rest needs one")
     FAILED=1
@@ -81,7 +82,7 @@ run() {
   fi
   # Tensors computed on the GPU: the CUDA backend (codegen/cuda/launcher.h) against the
   # interpreter, then the device tests (FakeCuda.* ran above on the fake driver), then training.
-  check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-500}" \
+  check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-300}" \
     "$tests" --gtest_filter='CudaGpu.*'
   check "kiln train --device cuda --epochs 1" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
   check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \

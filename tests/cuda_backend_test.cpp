@@ -24,6 +24,9 @@ using namespace kiln;
 struct FakeCudaBackend : ::testing::Test {
   FakeCudaBackend() { kiln_test::use_fake_cuda(true); }
   ~FakeCudaBackend() override { kiln_test::use_fake_cuda(false); }
+  void SetUp() override {
+    if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
+  }
 };
 
 // `programs` random programs over `structures` structures, each run with its flushes on the
@@ -49,7 +52,6 @@ int differential(int programs, int structures, uint64_t first_structure) {
 }
 
 TEST_F(FakeCudaBackend, RandomProgramsMatchTheInterpreter) {
-  if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
   const kiln_test::FakeCudaCounts before = kiln_test::fake_cuda_counts();
   EXPECT_EQ(differential(6, 3, 9100), 0);
   const kiln_test::FakeCudaCounts after = kiln_test::fake_cuda_counts();
@@ -74,7 +76,6 @@ TEST(CudaGpu, RandomProgramsMatchTheInterpreter) {
 // from there, not uploaded again), matmul goes through cuBLAS, and a kernel without CUDA source
 // (a sort) runs on the host and is counted.
 TEST_F(FakeCudaBackend, DeviceTensorsRunOnTheBackend) {
-  if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
   const torch::Device cuda("cuda:0");
   torch::manual_seed(3);
   auto a = torch::randn({5, 7}), b = torch::randn({7, 3});

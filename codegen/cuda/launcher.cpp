@@ -85,9 +85,10 @@ BufferPtr upload(const DeviceState& d, const Buffer& host) {
   driver::CUevent copied;
   KILN_CU(cuEventCreate, &copied, driver::CU_EVENT_DISABLE_TIMING);
   KILN_CU(cuEventRecord, copied, d.stream);
-  pinned.free_when(staging, [copied] {
-    if (driver::api().cuEventQuery(copied) != driver::CUDA_SUCCESS) return false;
-    driver::api().cuEventDestroy(copied);
+  const driver::DriverApi* api = &driver::api();  // the table that made the event, fake or not
+  pinned.free_when(staging, [api, copied] {
+    if (api->cuEventQuery(copied) != driver::CUDA_SUCCESS) return false;
+    api->cuEventDestroy(copied);
     return true;
   });
   return out;
