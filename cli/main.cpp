@@ -24,9 +24,8 @@ void print_cuda_devices() {
     return;
   }
   try {
-    std::printf(
-        "  cuda     driver for CUDA %s, %d device(s); kernels not launched yet (no CUDA backend in the flush)\n",
-        driver::driver_version().c_str(), driver::device_count());
+    std::printf("  cuda     driver for CUDA %s, %d device(s); tensors on it run kiln's CUDA kernels\n",
+                driver::driver_version().c_str(), driver::device_count());
     for (int i = 0; i < driver::device_count(); ++i) {
       const driver::DeviceProperties p = driver::device_properties(i);
       std::printf("    cuda:%d  %s, compute capability %d.%d (sm_%d%d), %d SMs, %.1f GiB\n", i, p.name.c_str(), p.major,
@@ -76,6 +75,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--threads", train.threads, "Threads for kernels (0: KILN_NUM_THREADS or all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  train_cmd->add_option("--device", train.device, "cpu, cuda or cuda:N")->capture_default_str();
   train_cmd->add_option("--save", train.save, "Write the trained weights to this safetensors file");
   train_cmd->add_option("--seed", train.seed, "Seed for initialization and shuffling")->capture_default_str();
   train_cmd->add_option("--data", train.data_dir,

@@ -22,15 +22,15 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& name,
 }
 
 // Share of `images` the model classifies as `labels`, in batches of 1000 without autograd.
-double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor& labels) {
+double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor& labels, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   model->eval();
   int64_t correct = 0;
   const int64_t n = images.size(0), batch = 1000;
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t len = std::min(batch, n - first);
-    Tensor predicted = model->forward(images.narrow(0, first, len)).argmax(1);
-    correct += predicted.eq(labels.narrow(0, first, len)).sum().item<int64_t>();
+    Tensor predicted = model->forward(images.narrow(0, first, len).to(device)).argmax(1);
+    correct += predicted.eq(labels.narrow(0, first, len).to(device)).sum().item<int64_t>();
   }
   model->train();
   return double(correct) / double(n);
@@ -40,6 +40,9 @@ double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor
 
 int train(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
+  const torch::Device device(o.device);
+  KILN_CHECK(device.is_cpu() || kiln::cuda::is_available(), "train: --device ", o.device,
+             " was asked for, but CUDA is not available: ", kiln::cuda::unavailable_reason());
   torch::manual_seed(o.seed);
   const std::string dir = o.data_dir.empty() ? data::fashion_mnist_dir() : o.data_dir;
   data::Dataset train_set = data::load_fashion_mnist(dir, /*train=*/true);
@@ -48,11 +51,14 @@ int train(const TrainOptions& o) {
   const Tensor train_images = normalize(train_set.images), test_images = normalize(test_set.images);
 
   torch::nn::Sequential model = o.model == "cnn" ? fashion::make_cnn() : fashion::make_mlp();
+  model->to(device);
   auto optimizer = make_optimizer(o.optimizer, model->parameters(), o.lr);
   data::DataLoader loader(train_images, train_set.labels, o.batch_size, /*shuffle=*/true, o.seed);
-  std::printf("kiln train: %s on Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, batch %lld\n",
-              o.model.c_str(), (long long)train_set.size(), (long long)test_set.size(), dir.c_str(),
-              o.optimizer.c_str(), o.lr, (long long)o.batch_size);
+  std::printf(
+      "kiln train: %s on %s, Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, "
+      "batch %lld\n",
+      o.model.c_str(), device.str().c_str(), (long long)train_set.size(), (long long)test_set.size(), dir.c_str(),
+      o.optimizer.c_str(), o.lr, (long long)o.batch_size);
   std::fflush(stdout);
 
   double train_seconds = 0, test_accuracy = 0;
@@ -62,7 +68,7 @@ int train(const TrainOptions& o) {
     int64_t seen = 0;
     for (const auto& batch : loader) {
       optimizer->zero_grad();
-      Tensor loss = F::cross_entropy(model->forward(batch.data), batch.target);
+      Tensor loss = F::cross_entropy(model->forward(batch.data.to(device)), batch.target.to(device));
       loss.backward();
       optimizer->step();
       const int64_t n = batch.data.size(0);
@@ -72,7 +78,7 @@ int train(const TrainOptions& o) {
     }
     const double seconds = bar.finish();
     train_seconds += seconds;
-    test_accuracy = accuracy(model, test_images, test_set.labels);
+    test_accuracy = accuracy(model, test_images, test_set.labels, device);
     std::printf("epoch %d: loss %.4f test_accuracy %.4f seconds %.2f samples/s %.0f\n", epoch,
                 loss_sum / double(std::max<int64_t>(seen, 1)), test_accuracy, seconds, double(seen) / seconds);
     std::fflush(stdout);

@@ -16,7 +16,8 @@ struct TrainOptions {
   int threads = 0;                 // 0: kiln's default (KILN_NUM_THREADS or all cores)
   std::string save;                // safetensors path for the trained weights, if given
   uint64_t seed = 0;
-  std::string data_dir;  // default: kiln::data::fashion_mnist_dir()
+  std::string data_dir;        // default: kiln::data::fashion_mnist_dir()
+  std::string device = "cpu";  // where the model and batches live: cpu, cuda or cuda:N
 };
 
 // Returns the process exit status.

@@ -1,5 +1,6 @@
 #include "codegen/flush.h"
 
+#include "codegen/cuda/launcher.h"
 #include "codegen/halide/backend.h"
 #include "fusion/passes.h"
 #include "fusion/plan.h"
@@ -8,6 +9,20 @@
 #include "tracer/flush_hook.h"
 
 namespace kiln::codegen {
+namespace {
+
+// The device a plan runs on: a CUDA device where a step is on one or reads its memory (the host
+// values it reads are then uploaded, and the host tensors it computes copied back), else the CPU.
+int plan_device(const fusion::Plan& plan) {
+  for (const fusion::Step& s : plan.steps) {
+    if (s.node->cuda_device >= 0) return s.node->cuda_device;
+    for (const auto& in : s.node->inputs)
+      if (in.node->computed() && in.node->result->cuda_device() >= 0) return in.node->result->cuda_device();
+  }
+  return -1;
+}
+
+}  // namespace
 
 void flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
   fusion::Plan plan = fusion::make_plan(std::move(roots), recorded);
@@ -17,7 +32,8 @@ void flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
     fusion::eliminate_common_subexpressions(plan);
     fusion::simplify(plan);
   }
-  current_backend().run(fusion::partition_cached(plan));
+  const int device = plan_device(plan);
+  (device >= 0 ? cuda_backend(device) : current_backend()).run(fusion::partition_cached(plan));
   fusion::forget_computed_inputs(plan);
   stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
 }

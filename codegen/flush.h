@@ -1,6 +1,7 @@
 // The flush driver, the same for every backend: orders what a flush must compute (fusion::make_plan),
 // rewrites it (CSE, simplification), partitions it into kernels (cached by the segment's
-// structure) and hands the kernel list to the backend that KILN_BACKEND names.
+// structure) and hands the kernel list to the backend of the segment's device: the CUDA backend where it
+// computes on a CUDA device, else the one that KILN_BACKEND names.
 #pragma once
 #include <vector>
 

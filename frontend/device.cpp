@@ -13,10 +13,6 @@ void require_device(DeviceType type, int64_t index, const char* what) {
   KILN_CHECK(index < cuda_driver::device_count(), what, ": CUDA device ", index, " was asked for, but there ",
              cuda_driver::device_count() == 1 ? "is 1 CUDA device"
                                               : "are " + std::to_string(cuda_driver::device_count()) + " CUDA devices");
-  // Tensors on a real GPU need the CUDA code generator (codegen/cuda) to compute them; until the
-  // flush driver has it, only the fake device of the tests holds tensors.
-  KILN_CHECK(cuda_driver::fake_device(), what, ": kiln cannot compute tensors on a CUDA device yet (its CUDA ",
-             "code generator is not in this build); use torch::kCPU");
 }
 }  // namespace detail
 

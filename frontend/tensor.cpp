@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "codegen/cuda/launcher.h"
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
@@ -36,9 +37,12 @@ std::string Tensor::toString() const { return torch_type_name(dtype()); }  // as
 // --- reading values ---
 
 namespace {
-const char* element_base(const TensorImpl& impl) {
-  const BufferPtr& buf = tracer::materialize(*impl.storage);
-  return static_cast<const char*>(buf->data()) + impl.offset * element_size(impl.dtype);
+// Where the tensor's first element is. Read on the host (`host` given), a value in device memory
+// is a host copy that `host` holds, made once the device has computed it: the host waits here.
+const char* element_base(const TensorImpl& impl, BufferPtr* host = nullptr) {
+  const BufferPtr* buf = &tracer::materialize(*impl.storage);
+  if (host && (*buf)->cuda_device() >= 0) buf = &(*host = codegen::cuda::to_host(*buf));
+  return static_cast<const char*>((*buf)->data()) + impl.offset * element_size(impl.dtype);
 }
 
 template <typename T>
@@ -50,7 +54,8 @@ T convert(const char* p, ScalarType t) {
 template <typename T>
 T Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a Tensor with ", numel(), " elements cannot be converted to Scalar");
-  return convert<T>(element_base(impl()), dtype());
+  BufferPtr host;
+  return convert<T>(element_base(impl(), &host), dtype());
 }
 
 Scalar Tensor::item() const {
@@ -105,7 +110,8 @@ std::vector<T> Tensor::to_vector() const {
   std::vector<T> out;
   out.reserve(numel());
   if (numel() == 0) return out;
-  const char* base = element_base(impl());
+  BufferPtr host;
+  const char* base = element_base(impl(), &host);
   const size_t es = element_size(dtype());
   const auto& s = impl().sizes;
   const auto& st = impl().strides;
@@ -268,6 +274,7 @@ struct ToDevice : autograd::Function<ToDevice> {
     ctx->saved_data["from"] = int64_t(x.unsafeGetTensorImpl()->storage->cuda_device);
     Tensor out = detail::record(ir::Op::Copy, {x}, x.sizes().vec(), x.dtype());
     out.unsafeGetTensorImpl()->storage->cuda_device = int16_t(cuda_device);
+    out.unsafeGetTensorImpl()->storage->node->cuda_device = int16_t(cuda_device);  // computed there
     return out;
   }
   static tensor_list backward(autograd::AutogradContext* ctx, tensor_list grads) {

@@ -74,6 +74,7 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
+  n.cuda_device = int16_t(device);
   n.shape = std::move(shape);
   n.inputs.reserve(inputs.size());
   for (const auto& t : inputs)

@@ -27,12 +27,17 @@ class Buffer {
   // Stops using the caller's memory: its bytes are copied into memory of the buffer's own first,
   // so that whoever holds the buffer still reads them, and then it is released.
   void give_back();
+  // Where data() points: -1 for host memory, else into the memory of that CUDA device (a device
+  // pointer, codegen/cuda/launcher.h); only host memory may be read through data() on the host.
+  int cuda_device() const { return cuda_device_; }
+  void set_cuda_device(int device) { cuda_device_ = device; }
 
  private:
   void* data_;
   size_t bytes_;
   size_t capacity_;
   bool borrowed_ = false;
+  int cuda_device_ = -1;
   std::function<void(void*)> release_;
 };
 using BufferPtr = std::shared_ptr<Buffer>;

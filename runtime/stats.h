@@ -18,6 +18,7 @@ struct Stats {
   int64_t kernels_failed = 0;     // kernels a backend could not build, run on the interpreter instead
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
+  int64_t cuda_host_fallbacks = 0;  // CUDA kernels run on the host (no CUDA source yet), copied both ways
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

@@ -67,7 +67,8 @@ run() {
 
   command -v nvidia-smi >/dev/null && nvidia-smi -L
   check "kiln info" "$kiln" info
-  check "driver, allocators, devices (CudaDevice.*, FakeCuda.*)" "$tests" --gtest_filter='CudaDevice.*:FakeCuda.*'
+  # (FakeCuda.* and FakeCudaBackend.* compile kernels for the host: CI's work, not this machine's.)
+  check "driver, allocators, devices (CudaDevice.*)" "$tests" --gtest_filter='CudaDevice.*'
   if ! "$kiln" info | grep -q "cuda:0"; then
     SUMMARY+=("FAIL     kiln info names no GPU: the rest needs one")
     FAILED=1
@@ -79,25 +80,17 @@ run() {
   else
     not_yet "CUDA code generation" "no Cuda.* tests in this build (codegen/cuda)"
   fi
-  # What needs tensors computed on the GPU: the CUDA backend in the flush driver (until then,
-  # `kiln info` says that kernels are not launched yet).
-  if "$kiln" info | grep -q "kernels not launched yet"; then
-    not_yet "random programs on CUDA against the interpreter (2000, forward and backward)" "no CUDA backend in the flush"
-    not_yet "autograd, nn and optimizer tests on kCUDA" "no CUDA backend in the flush"
-  else
-    check "random programs on CUDA against the interpreter" env KILN_BACKEND=cuda "$tests" \
-      --gtest_filter='Differential.RandomProgramsMatchTheInterpreter'
-  fi
-  if "$kiln" train --help | grep -q -- '--device'; then
-    check "kiln train --device cuda" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
-  else
-    not_yet "kiln train --device cuda" "kiln train has no --device option yet"
-  fi
-  if "$kiln" bench --help | grep -q -- '--device'; then
-    check "kiln bench --device cuda" "$kiln" bench --device cuda
-  else
-    not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" "kiln bench has no --device option yet"
-  fi
+  # Tensors computed on the GPU: the CUDA backend (codegen/cuda/launcher.h) against the
+  # interpreter, then the device tests (FakeCuda.* ran above on the fake driver), then training.
+  check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-300}" \
+    "$tests" --gtest_filter='CudaGpu.*'
+  check "kiln train --device cuda --epochs 1" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
+  check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \
+    --data "$dir/data"
+  not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" \
+    "perf/workloads.cpp makes its tensors on the CPU; kiln bench has no --device option yet"
+  echo "=== record: the two 'accuracy ... seconds_per_epoch ...' lines above (cold and warm cache),"
+  echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, and the summary below"
 
   finish
 }

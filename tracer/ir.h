@@ -77,6 +77,7 @@ struct Operand {
 struct Node {
   Op op;
   ScalarType dtype;
+  int16_t cuda_device = -1;  // the CUDA device its tensor lives on (Storage::cuda_device); -1: the host
   uint32_t trace_index = 0;  // its place in its thread's RecordedNodes (tracer::record; in padding)
   Shape shape;               // the output is contiguous in this shape
   std::vector<Operand, pool::Allocator<Operand>> inputs;  // cleared once computed

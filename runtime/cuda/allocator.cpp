@@ -265,7 +265,8 @@ struct Allocators {
   std::mutex mutex;
   std::vector<std::unique_ptr<CachingAllocator>> devices;
   std::unique_ptr<CachingAllocator> pinned;
-  std::unique_ptr<CachingAllocator> fake;  // cuda:0 while the fake device is on
+  std::unique_ptr<CachingAllocator> fake;         // cuda:0 while the fake device is on
+  std::unique_ptr<CachingAllocator> fake_pinned;  // its staging memory (host memory too)
 };
 // Never destroyed: device memory outlives static destructors that may still free tensors.
 Allocators& allocators() {
@@ -303,9 +304,14 @@ CachingAllocator& device_allocator(int index) {
 }
 
 CachingAllocator& pinned_allocator() {
-  api();  // the fake device has no pinned memory: host memory serves it directly
+  api();
   Allocators& a = allocators();
   std::lock_guard<std::mutex> lock(a.mutex);
+  if (fake_device()) {  // plain host memory, which outlives the fake driver's table
+    if (!a.fake_pinned)
+      a.fake_pinned = std::make_unique<CachingAllocator>(std::make_unique<HostMemory>(), "pinned host memory (fake)");
+    return *a.fake_pinned;
+  }
   if (!a.pinned)
     a.pinned = std::make_unique<CachingAllocator>(std::make_unique<PinnedHostMemory>(), "pinned host memory");
   return *a.pinned;
@@ -335,6 +341,7 @@ void empty_cache() {
       if (d) all.push_back(d.get());
     if (a.pinned) all.push_back(a.pinned.get());
     if (a.fake) all.push_back(a.fake.get());
+    if (a.fake_pinned) all.push_back(a.fake_pinned.get());
   }
   for (CachingAllocator* c : all) c->empty_cache();
 }

@@ -109,6 +109,7 @@ const Driver& instance() {
 }
 
 std::atomic<bool> g_fake{false};
+std::atomic<const DriverApi*> g_fake_api{nullptr};
 
 void check_index(int index) {
   KILN_CHECK(index >= 0 && index < device_count(), "CUDA device ", index, " does not exist (", device_count(),
@@ -123,17 +124,26 @@ const std::string& unavailable_reason() {
   return g_fake ? none : instance().reason;
 }
 int device_count() { return g_fake ? 1 : instance().devices; }
-void use_fake_device(bool on) { g_fake = on; }
+void use_fake_device(bool on, const DriverApi* fake) {
+  g_fake_api = on ? fake : nullptr;
+  g_fake = on;
+}
 bool fake_device() { return g_fake; }
 
 const DriverApi& api() {
+  if (g_fake) {
+    const DriverApi* fake = g_fake_api;
+    KILN_CHECK(fake, "the fake CUDA device was turned on without a driver table (use_fake_device)");
+    return *fake;
+  }
   const Driver& d = instance();
   KILN_CHECK(d.available, "CUDA is not available: ", d.reason);
   return d.api;
 }
 
 std::string error_text(const char* call, CUresult result) {
-  const DriverApi& api = instance().api;
+  const DriverApi* fake = g_fake ? g_fake_api.load() : nullptr;
+  const DriverApi& api = fake ? *fake : instance().api;
   const char* text = nullptr;
   const char* name = nullptr;
   if (api.cuGetErrorString) api.cuGetErrorString(result, &text);

@@ -108,10 +108,11 @@ void set_device(int index);
 // Waits for all work on the device (torch::cuda::synchronize).
 void synchronize(int index);
 
-// For tests of device semantics on machines without a GPU: while on, one CUDA device is
-// available that is host memory ("cuda:0"; kernels on it run on the CPU, its caching allocator
-// takes host memory). The driver itself is never called: api() still throws.
-void use_fake_device(bool on);
+// For tests on machines without a GPU: while on, one CUDA device is available that is host
+// memory ("cuda:0"; its caching allocator takes host memory), and api() is `fake`, a table that
+// stands in for the driver (tests/cuda_fake_driver.h: copies are memcpy, kernels are their CUDA
+// source compiled for the host). The real driver is never called meanwhile.
+void use_fake_device(bool on, const DriverApi* fake = nullptr);
 bool fake_device();
 
 }  // namespace kiln::cuda_driver

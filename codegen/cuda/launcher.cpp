@@ -1,0 +1,392 @@
+#include "codegen/cuda/launcher.h"
+
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "codegen/arguments.h"
+#include "codegen/cuda/cublas.h"
+#include "codegen/cuda/kernel_cache.h"
+#include "codegen/cuda/source.h"
+#include "runtime/cuda/allocator.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+#include "runtime/stats.h"
+
+namespace kiln::codegen::cuda {
+namespace {
+
+namespace driver = kiln::cuda_driver;
+using driver::CUdeviceptr;
+using fusion::Kernel;
+
+struct Functions {
+  driver::CUfunction main = nullptr, init = nullptr;  // init: a library kernel's first launch, if any
+};
+
+// What kiln keeps per device. Made at the device's first flush, never destroyed (device memory
+// and modules outlive static destructors that may still free tensors).
+struct DeviceState {
+  int index = 0;
+  int arch = 0;      // sm_<arch>: 90 for 9.0
+  int sm_count = 1;  // multiprocessors, for launch_dims
+  driver::CUstream stream = nullptr;
+  CUdeviceptr block_count = 0;  // SplitWhole kernels' counter: zero, and left zero by each
+  cublasHandle blas = nullptr;
+  std::mutex mutex;                                    // modules
+  std::unordered_map<std::string, Functions> modules;  // cuda_key -> its loaded functions
+};
+
+DeviceState& device_state(int index) {
+  static std::mutex mutex;
+  static auto* states = new std::unordered_map<int, std::unique_ptr<DeviceState>>;
+  // The fake device is another device than a real cuda:0: it gets its own state.
+  const int slot = driver::fake_device() ? -1 - index : index;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& state = (*states)[slot];
+  if (state) return *state;
+  auto d = std::make_unique<DeviceState>();
+  d->index = index;
+  driver::set_device(index);
+  const driver::DeviceProperties p = driver::device_properties(index);
+  d->arch = p.major * 10 + p.minor;
+  d->sm_count = std::max(p.multiprocessors, 1);
+  KILN_CU(cuStreamCreate, &d->stream, driver::CU_STREAM_NON_BLOCKING);
+  KILN_CU(cuMemAlloc, &d->block_count, sizeof(unsigned));  // for good: not the allocator's to count
+  KILN_CU(cuMemsetD8Async, d->block_count, 0, sizeof(unsigned), d->stream);
+  KILN_CU(cuStreamSynchronize, d->stream);
+  state = std::move(d);
+  return *state;
+}
+
+CUdeviceptr device_pointer(const Buffer& b) { return CUdeviceptr(reinterpret_cast<uintptr_t>(b.data())); }
+
+// `bytes` of device memory from the caching allocator, given back when the buffer dies (reused
+// in stream order: every use is on the device's one stream).
+BufferPtr device_buffer(const DeviceState& d, size_t bytes) {
+  kiln::cuda::CachingAllocator& allocator = kiln::cuda::device_allocator(d.index);
+  auto buffer =
+      std::make_shared<Buffer>(allocator.allocate(bytes), bytes, [&allocator](void* p) { allocator.free(p); });
+  buffer->set_cuda_device(d.index);
+  return buffer;
+}
+
+// A device copy of host memory, through a pinned staging block that returns to its pool once
+// the copy is done.
+BufferPtr upload(const DeviceState& d, const Buffer& host) {
+  BufferPtr out = device_buffer(d, host.bytes());
+  if (host.bytes() == 0) return out;
+  kiln::cuda::CachingAllocator& pinned = kiln::cuda::pinned_allocator();
+  void* staging = pinned.allocate(host.bytes());
+  std::memcpy(staging, host.data(), host.bytes());
+  KILN_CU(cuMemcpyHtoDAsync, device_pointer(*out), staging, host.bytes(), d.stream);
+  driver::CUevent copied;
+  KILN_CU(cuEventCreate, &copied, driver::CU_EVENT_DISABLE_TIMING);
+  KILN_CU(cuEventRecord, copied, d.stream);
+  const driver::DriverApi* api = &driver::api();  // the table that made the event, fake or not
+  pinned.free_when(staging, [api, copied] {
+    if (api->cuEventQuery(copied) != driver::CUDA_SUCCESS) return false;
+    api->cuEventDestroy(copied);
+    return true;
+  });
+  return out;
+}
+
+// A host copy of device memory, queued on the stream: read it after synchronizing the stream.
+BufferPtr download(const DeviceState& d, const Buffer& device) {
+  BufferPtr out = make_buffer(device.bytes());
+  if (device.bytes() > 0) KILN_CU(cuMemcpyDtoHAsync, out->data(), device_pointer(device), device.bytes(), d.stream);
+  return out;
+}
+
+size_t bytes_of(const ir::Node& n) { return size_t(n.numel()) * element_size(n.dtype); }
+
+class Launcher {
+ public:
+  explicit Launcher(DeviceState& d) : d_(d) {}
+
+  void run(const fusion::Partition& partition) {
+    driver::set_device(d_.index);
+    for (size_t i = 0; i < partition.kernels.size(); ++i) {
+      run(partition.kernels[i]);
+      for (ir::Node* done : partition.release[i]) done->result.reset();
+    }
+    // Values that host tensors hold (`.cpu()`, and host ops the segment ran here) go back.
+    bool copied = false;
+    for (const Kernel& k : partition.kernels)
+      for (ir::Node* n : outputs(k))
+        if (n->cuda_device < 0 && n->computed() && n->result->cuda_device() >= 0) {
+          n->result = download(d_, *n->result);
+          copied = true;
+        }
+    if (copied) KILN_CU(cuStreamSynchronize, d_.stream);
+  }
+
+ private:
+  static std::vector<ir::Node*> outputs(const Kernel& k) {
+    if (k.kind == Kernel::Kind::Library) return {k.library_node};
+    std::vector<ir::Node*> out;
+    for (int o : k.outputs) out.push_back(k.nodes[size_t(o)].node);
+    return out;
+  }
+
+  void run(const Kernel& k) {
+    if (!has_cuda_source(k)) {
+      if (k.kind == Kernel::Kind::Library && k.library_node->op == ir::Op::Matmul && gemm(*k.library_node)) return;
+      return run_on_host(k);
+    }
+    const bool index32 = fits_int32_indices(k);
+    const Functions& f = functions(k, index32);
+    const LaunchDims dims = launch_dims(k, d_.sm_count);
+    args_.clear();
+    args_.reserve(64);
+    BufferPtr workspace;
+    if (k.kind == Kernel::Kind::Library) {
+      ir::Node& n = *k.library_node;
+      for (const auto& in : n.inputs) pointer(*in.node);
+      for (int64_t v : library_scalars(k)) integer(v);
+      n.result = device_buffer(d_, bytes_of(n));
+      push_pointer(device_pointer(*n.result));
+    } else {
+      for_each_argument(k, [&](const KernelArgument& a) {
+        using Kind = KernelArgument::Kind;
+        switch (a.kind) {
+          case Kind::Input: pointer(*k.reads[size_t(a.read)].node); break;
+          case Kind::Extent: integer(k.domain[size_t(a.dim)]); break;
+          case Kind::Offset: integer(k.reads[size_t(a.read)].offset); break;
+          case Kind::Stride: integer(k.reads[size_t(a.read)].strides[size_t(a.dim)]); break;
+          case Kind::Int64Const: integer(k.nodes[size_t(a.node)].node->int_scalar); break;
+          case Kind::Float64Const: {
+            Arg v;
+            v.f = k.nodes[size_t(a.node)].node->scalar;
+            args_.push_back(v);
+            break;
+          }
+          case Kind::Output: {
+            ir::Node& n = *k.nodes[size_t(a.node)].node;
+            n.result = device_buffer(d_, bytes_of(n));
+            push_pointer(device_pointer(*n.result));
+            break;
+          }
+        }
+      });
+      if (layout_of(k) == Layout::SplitWhole) {
+        workspace = device_buffer(d_, dims.workspace_bytes);
+        push_pointer(device_pointer(*workspace));
+        push_pointer(d_.block_count);
+      }
+    }
+    std::vector<void*> params(args_.size());
+    for (size_t i = 0; i < args_.size(); ++i) params[i] = &args_[i];
+    if (f.init) launch(f.init, dims, params);
+    launch(f.main, dims, params);
+    uploads_.clear();  // queued before any later reuse of their blocks, on the same stream
+  }
+
+  void launch(driver::CUfunction f, const LaunchDims& dims, std::vector<void*>& params) {
+    KILN_CU(cuLaunchKernel, f, dims.grid, 1, 1, dims.block, 1, 1, 0, d_.stream, params.data(), nullptr);
+    stats_add(&Stats::kernel_launches, 1);
+  }
+
+  // The kernel's functions, loaded into the device at its first launch: the cubin (or PTX) from
+  // the kernel cache; on the fake device, the CUDA source itself (its driver compiles that).
+  const Functions& functions(const Kernel& k, bool index32) {
+    const std::string key = cuda_key(k, index32);
+    std::lock_guard<std::mutex> lock(d_.mutex);
+    if (auto it = d_.modules.find(key); it != d_.modules.end()) {
+      stats_add(&Stats::kernel_cache_hits, 1);
+      return it->second;
+    }
+    std::string image, name, init_name;
+    if (driver::fake_device()) {
+      KernelSource s = kernel_source(k, index32);
+      image = std::move(s.source), name = std::move(s.name), init_name = std::move(s.init_name);
+    } else {
+      auto compiled = kernel_cache(d_.arch).get(k, index32);
+      image = compiled->image, name = compiled->name, init_name = compiled->init_name;
+    }
+    driver::CUmodule module;
+    KILN_CU(cuModuleLoadData, &module, image.c_str());  // a cubin, or PTX text (NUL-terminated)
+    Functions f;
+    KILN_CU(cuModuleGetFunction, &f.main, module, name.c_str());
+    if (!init_name.empty()) KILN_CU(cuModuleGetFunction, &f.init, module, init_name.c_str());
+    return d_.modules.emplace(key, f).first->second;
+  }
+
+  // A node's value as a kernel argument: its device memory, uploaded first where the host holds it.
+  void pointer(const ir::Node& n) { push_pointer(device_pointer(*on_device(n))); }
+
+  const BufferPtr& on_device(const ir::Node& n) {
+    KILN_CHECK(n.computed(), "cuda: a kernel reads a value not computed yet (", ir::to_string(n), ")");
+    if (n.result->cuda_device() == d_.index) return n.result;
+    auto& copy = uploads_[&n];
+    if (!copy) {
+      if (n.result->cuda_device() >= 0) {  // another device's: through the host
+        DeviceState& other = device_state(n.result->cuda_device());
+        BufferPtr host = download(other, *n.result);
+        KILN_CU(cuStreamSynchronize, other.stream);
+        copy = upload(d_, *host);
+      } else {
+        copy = upload(d_, *n.result);
+      }
+    }
+    return copy;
+  }
+
+  // matmul/bmm ([B,M,K] x [B,K,N] -> [B,M,N], row-major) as cuBLAS's column-major strided-batched
+  // GEMM: C^T = B^T A^T, so B is cuBLAS's first operand. False where the dtype or a layout is
+  // not one cuBLAS takes (the host runs it then).
+  bool gemm(ir::Node& n) {
+    if (n.dtype != kFloat && n.dtype != kDouble) return false;
+    struct Operand {
+      int64_t ld = 0, batch_stride = 0, offset = 0;
+      bool transposed = false;
+    };
+    auto operand = [](const ir::Operand& o, Operand& out) {
+      const auto& s = o.view.sizes;
+      auto st = o.view.strides;
+      const int64_t rows = s[1], cols = s[2];
+      if (cols == 1) st[2] = 1;
+      if (rows == 1) st[1] = std::max<int64_t>(cols, 1);
+      out.offset = o.view.offset;
+      out.batch_stride = s[0] == 1 ? 0 : st[0];
+      if (st[2] == 1 && st[1] >= std::max<int64_t>(cols, 1)) {
+        out.ld = st[1];
+      } else if (st[1] == 1 && st[2] >= std::max<int64_t>(rows, 1)) {
+        out.ld = st[2], out.transposed = true;
+      } else {
+        return false;
+      }
+      return out.ld < (int64_t(1) << 31);
+    };
+    Operand a, b;
+    if (!operand(n.inputs[0], a) || !operand(n.inputs[1], b)) return false;
+    const int64_t batch = n.shape[0], M = n.shape[1], N = n.shape[2], K = n.inputs[0].view.sizes[2];
+    constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+    if (batch > kMax || M > kMax || N > kMax || K > kMax) return false;
+    const BufferPtr& A = on_device(*n.inputs[0].node);
+    const BufferPtr& B = on_device(*n.inputs[1].node);
+    n.result = device_buffer(d_, bytes_of(n));
+    if (n.numel() == 0) return true;
+    if (K == 0) {
+      KILN_CU(cuMemsetD8Async, device_pointer(*n.result), 0, bytes_of(n), d_.stream);
+      return true;
+    }
+    const CublasApi& api = cublas();
+    if (!d_.blas) {
+      cublas_check(api.cublasCreate_v2(&d_.blas), "cublasCreate");
+      cublas_check(api.cublasSetStream_v2(d_.blas, d_.stream), "cublasSetStream");
+    }
+    const size_t size = element_size(n.dtype);
+    const char* pa = static_cast<const char*>(A->data()) + size_t(a.offset) * size;
+    const char* pb = static_cast<const char*>(B->data()) + size_t(b.offset) * size;
+    const int tb = b.transposed ? kCublasOpT : kCublasOpN, ta = a.transposed ? kCublasOpT : kCublasOpN;
+    if (n.dtype == kFloat) {
+      const float one = 1, zero = 0;
+      cublas_check(api.cublasSgemmStridedBatched(d_.blas, tb, ta, int(N), int(M), int(K), &one,
+                                                 reinterpret_cast<const float*>(pb), int(b.ld), b.batch_stride,
+                                                 reinterpret_cast<const float*>(pa), int(a.ld), a.batch_stride, &zero,
+                                                 n.result->as<float>(), int(N), M * N, int(batch)),
+                   "cublasSgemmStridedBatched");
+    } else {
+      const double one = 1, zero = 0;
+      cublas_check(api.cublasDgemmStridedBatched(d_.blas, tb, ta, int(N), int(M), int(K), &one,
+                                                 reinterpret_cast<const double*>(pb), int(b.ld), b.batch_stride,
+                                                 reinterpret_cast<const double*>(pa), int(a.ld), a.batch_stride, &zero,
+                                                 n.result->as<double>(), int(N), M * N, int(batch)),
+                   "cublasDgemmStridedBatched");
+    }
+    stats_add(&Stats::kernel_launches, 1);
+    uploads_.clear();
+    return true;
+  }
+
+  // A kernel the device cannot run yet: its reads copied to the host, interpreted there, its
+  // outputs copied back.
+  void run_on_host(const Kernel& k) {
+    const ir::Op op = k.kind == Kernel::Kind::Library ? k.library_node->op : k.nodes.back().node->op;
+    {
+      static std::mutex mutex;
+      static std::set<std::string> logged;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (logged.insert(ir::op_name(op)).second)
+        log().info("cuda: {} kernels run on the host (no CUDA code for them yet): copied there and back",
+                   ir::op_name(op));
+    }
+    stats_add(&Stats::cuda_host_fallbacks, 1);
+    std::vector<ir::Node*> reads;
+    if (k.kind == Kernel::Kind::Library)
+      for (const auto& in : k.library_node->inputs) reads.push_back(in.node.get());
+    else
+      for (const auto& r : k.reads) reads.push_back(r.node);
+    std::vector<std::pair<ir::Node*, BufferPtr>> saved;  // device values lent as host copies
+    for (ir::Node* n : reads)
+      if (n->computed() && n->result->cuda_device() >= 0) {
+        saved.emplace_back(n, n->result);
+        n->result = download(device_state(n->result->cuda_device()), *n->result);
+      }
+    if (!saved.empty()) KILN_CU(cuStreamSynchronize, d_.stream);
+    interpret(k);
+    for (auto& [n, value] : saved) n->result = std::move(value);
+    for (ir::Node* n : outputs(k))
+      if (n->computed() && n->result->cuda_device() < 0) n->result = upload(d_, *n->result);
+  }
+
+  union Arg {
+    long long i;
+    double f;
+    CUdeviceptr p;
+  };
+  void integer(int64_t v) {
+    Arg a;
+    a.i = v;
+    args_.push_back(a);
+  }
+  void push_pointer(CUdeviceptr p) {
+    Arg a;
+    a.p = p;
+    args_.push_back(a);
+  }
+
+  DeviceState& d_;
+  std::vector<Arg> args_;
+  std::unordered_map<const ir::Node*, BufferPtr> uploads_;  // this kernel's uploaded reads
+};
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {}
+  const char* name() const override { return "cuda"; }
+  void run(const fusion::Partition& partition) override { Launcher(device_state(device_)).run(partition); }
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
+BufferPtr to_host(const BufferPtr& buffer) {
+  if (!buffer || buffer->cuda_device() < 0) return buffer;
+  DeviceState& d = device_state(buffer->cuda_device());
+  driver::set_device(d.index);
+  BufferPtr host = download(d, *buffer);
+  KILN_CU(cuStreamSynchronize, d.stream);
+  return host;
+}
+
+}  // namespace kiln::codegen::cuda
+
+namespace kiln::codegen {
+
+Backend& cuda_backend(int device) {
+  static std::mutex mutex;
+  static auto* backends = new std::unordered_map<int, std::unique_ptr<Backend>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& b = (*backends)[device];
+  if (!b) b = std::make_unique<cuda::CudaBackend>(device);
+  return *b;
+}
+
+}  // namespace kiln::codegen

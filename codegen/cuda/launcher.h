@@ -1,0 +1,25 @@
+// The CUDA backend: runs a flush's kernel list (fusion::Partition) on one CUDA device, as
+// source.h's "how a kernel list becomes launches" says. Per device: one stream that every copy
+// and launch of kiln goes on (so a block the caching allocator hands out again is reused in
+// stream order), the modules loaded once per kernel, a cuBLAS handle. Values live in device
+// memory from the device's caching allocator (Buffer::cuda_device says so); a read of host memory
+// (a constant table or a tensor made on the CPU and moved) is uploaded through pinned staging,
+// and a kernel output that a host tensor holds (`.cpu()`) is copied back, the host waiting only
+// then. Kernels the generator has no CUDA source for (scans, sorts, narrow dtypes), and matmuls
+// on layouts cuBLAS does not take, run on the host: copied there, interpreted, copied back
+// (logged once per op, counted in Stats::cuda_host_fallbacks), so every program still runs.
+#pragma once
+#include "codegen/backend.h"
+
+namespace kiln::codegen {
+
+// The backend of CUDA device `device`; the flush driver picks it for a segment on that device.
+Backend& cuda_backend(int device);
+
+namespace cuda {
+// A host copy of `buffer` (device memory: Buffer::cuda_device), once the device's stream has
+// finished the work queued before; host memory is returned as it is.
+BufferPtr to_host(const BufferPtr& buffer);
+}  // namespace cuda
+
+}  // namespace kiln::codegen

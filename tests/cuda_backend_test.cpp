@@ -1,0 +1,99 @@
+// The CUDA backend (codegen/cuda/launcher.h) end to end without a GPU, on the fake device of
+// tests/cuda_fake_driver.h: random programs, forward and backward, run with every flush's kernel
+// list launched by the CUDA backend (host inputs uploaded, kernels loaded and launched with
+// their arguments, GEMMs through the cuBLAS table, kernels without CUDA source on the host,
+// results copied back) match the interpreter. Few structures, so that few kernels compile.
+#include <gtest/gtest.h>
+#include <kiln/torch.h>
+
+#include <cstdlib>
+
+#include "codegen/backend.h"
+#include "codegen/cuda/launcher.h"
+#include "cuda_fake_driver.h"
+#include "flush_capture.h"
+#include "random_program.h"
+#include "runtime/cuda/allocator.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/stats.h"
+
+namespace {
+
+using namespace kiln;
+
+struct FakeCudaBackend : ::testing::Test {
+  FakeCudaBackend() { kiln_test::use_fake_cuda(true); }
+  ~FakeCudaBackend() override { kiln_test::use_fake_cuda(false); }
+  void SetUp() override {
+    if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
+  }
+};
+
+// `programs` random programs over `structures` structures, each run with its flushes on the
+// interpreter and on the CUDA backend of device 0; returns how many differ (reported).
+int differential(int programs, int structures, uint64_t first_structure) {
+  int failures = 0;
+  for (int i = 0; i < programs && failures < 3; ++i) {
+    const uint64_t structure = uint64_t(i % structures);
+    fuzz::Program p = fuzz::generate(first_structure + structure, uint64_t(i), 5 + int(structure % 5));
+    if (i % 4 == 3) p.dtype = kDouble;
+    fuzz::Result expected, actual;
+    flush_capture::with_partition_runner([](const fusion::Partition& k) { codegen::interpreter().run(k); },
+                                         [&] { expected = fuzz::run(p); });
+    flush_capture::with_partition_runner([](const fusion::Partition& k) { codegen::cuda_backend(0).run(k); },
+                                         [&] { actual = fuzz::run(p); });
+    const std::string diff = fuzz::compare(expected, actual, p.dtype);
+    if (!diff.empty()) {
+      ++failures;
+      ADD_FAILURE() << "program " << i << " differs: " << diff << "\n" << p.to_string();
+    }
+  }
+  return failures;
+}
+
+TEST_F(FakeCudaBackend, RandomProgramsMatchTheInterpreter) {
+  const kiln_test::FakeCudaCounts before = kiln_test::fake_cuda_counts();
+  EXPECT_EQ(differential(6, 3, 9100), 0);
+  const kiln_test::FakeCudaCounts after = kiln_test::fake_cuda_counts();
+  std::printf("[fake cuda] %d modules loaded (%d compiled for the host), %d launches, %d GEMMs\n",
+              after.modules - before.modules, after.compiled - before.compiled, after.launches - before.launches,
+              after.gemms - before.gemms);
+  EXPECT_GT(after.launches - before.launches, 20);
+}
+
+// On a GPU (scripts/gpu-check.sh): KILN_GPU_PROGRAMS random programs (default 2000), forward and
+// backward, float32 and float64, through NVRTC, the driver and cuBLAS.
+TEST(CudaGpu, RandomProgramsMatchTheInterpreter) {
+  if (!cuda_driver::available() || cuda_driver::fake_device())
+    GTEST_SKIP() << "no CUDA device: " << cuda_driver::unavailable_reason();
+  const char* count = std::getenv("KILN_GPU_PROGRAMS");
+  EXPECT_EQ(differential(count ? std::atoi(count) : 2000, 100, 9200), 0);
+  std::printf("[cuda] %lld launches, %lld kernels run on the host\n", (long long)stats().kernel_launches,
+              (long long)stats().cuda_host_fallbacks);
+}
+
+// Tensors on the device: values stay in device memory between flushes (each read by a kernel
+// from there, not uploaded again), matmul goes through cuBLAS, and a kernel without CUDA source
+// (a sort) runs on the host and is counted.
+TEST_F(FakeCudaBackend, DeviceTensorsRunOnTheBackend) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(3);
+  auto a = torch::randn({5, 7}), b = torch::randn({7, 3});
+  auto da = a.to(cuda), db = b.to(cuda);
+  const kiln_test::FakeCudaCounts before = kiln_test::fake_cuda_counts();
+  auto product = da.matmul(db).relu() * 2;
+  const auto host = product.cpu();
+  EXPECT_TRUE(host.is_cpu());
+  EXPECT_TRUE(torch::allclose(host, a.matmul(b).relu() * 2, 1e-5, 1e-6));
+  EXPECT_GT(kiln_test::fake_cuda_counts().gemms, before.gemms);
+  EXPECT_GT(kiln_test::fake_cuda_counts().launches, before.launches);
+  const int64_t fallbacks = stats().cuda_host_fallbacks;
+  auto sorted = std::get<0>(da.sort(1));
+  EXPECT_TRUE(sorted.is_cuda());
+  EXPECT_TRUE(torch::equal(sorted.cpu(), std::get<0>(a.sort(1))));
+  EXPECT_GT(stats().cuda_host_fallbacks, fallbacks);
+  EXPECT_FLOAT_EQ(da.sum().item<float>(), a.sum().item<float>());
+  EXPECT_GT(kiln::cuda::memory_allocated(0), 0u);  // da, db, product
+}
+
+}  // namespace

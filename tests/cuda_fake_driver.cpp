@@ -1,0 +1,289 @@
+#include "cuda_fake_driver.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/cuda/cublas.h"
+#include "cuda_emulation.h"
+#include "runtime/config.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/error.h"
+#include "runtime/hash.h"
+
+namespace kiln_test {
+namespace {
+
+namespace driver = kiln::cuda_driver;
+using driver::CUDA_SUCCESS;
+using driver::CUdeviceptr;
+using driver::CUresult;
+constexpr CUresult kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE
+
+std::mutex g_mutex;  // launches (the emulation's launch state is global) and the counts
+FakeCudaCounts g_counts;
+
+struct Module {
+  void* library = nullptr;
+  bool barriers = false;  // its kernels synchronize their block's threads
+  void (*grid)(unsigned, unsigned) = nullptr;
+  void (*block)(unsigned) = nullptr;
+  void (*thread)(unsigned) = nullptr;
+};
+struct Function {
+  const Module* module;
+  void (*run)(void**);  // the kernel, its arguments from an array of pointers to them
+};
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \n\t"), b = s.find_last_not_of(" \n\t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// `extern "C" void <name>_run(void** a)` for each __global__ function of `source`, its
+// parameters' types read from the declaration.
+std::string wrappers(const std::string& source) {
+  std::string out;
+  const std::string marker = "__global__ void __launch_bounds__(";
+  for (size_t at = source.find(marker); at != std::string::npos; at = source.find(marker, at + 1)) {
+    const size_t name_at = source.find(')', at + marker.size()) + 1;
+    const size_t open = source.find('(', name_at);
+    const std::string name = trim(source.substr(name_at, open - name_at));
+    const size_t close = source.find(')', open);
+    std::string call = "extern \"C\" void " + name + "_run(void** a) {\n  " + name + "(";
+    size_t begin = open + 1;
+    int n = 0;
+    while (begin < close) {
+      size_t end = std::min(source.find(',', begin), close);
+      std::string param = trim(source.substr(begin, end - begin));
+      begin = end + 1;
+      if (param.empty()) continue;
+      std::string type = trim(param.substr(0, param.find_last_of(" *") + 1));
+      for (size_t r; (r = type.find("__restrict__")) != std::string::npos;) type.erase(r, 12);
+      call += (n ? ", *(" : "*(") + type + "*)a[" + std::to_string(n) + "]";
+      ++n;
+    }
+    out += call + ");\n}\n";
+  }
+  return out;
+}
+
+std::string run_command(const std::string& command, int* status) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  std::string log;
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) log += buf;
+  *status = p ? pclose(p) : -1;
+  return log;
+}
+
+// The host library for a kernel source: built once, kept on disk by the source's hash.
+std::string host_library(const std::string& source) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(kiln::fnv1a64(source.data(), source.size())));
+  const std::filesystem::path dir = std::filesystem::path(kiln::config().cache_dir) / "fake-cuda-host";
+  const std::filesystem::path so = dir / (std::string(hex) + ".so");
+  if (std::filesystem::exists(so)) return so.string();
+  std::filesystem::create_directories(dir);
+  const std::string temporary = (dir / (std::string(hex) + "." + std::to_string(::getpid()))).string();
+  std::ofstream(temporary + ".cpp") << kHostCuda << source << wrappers(source);
+  int status = 0;
+  const std::string log =
+      run_command("c++ -std=c++17 -O0 -w -shared -fPIC -o " + temporary + ".so " + temporary + ".cpp", &status);
+  std::filesystem::remove(temporary + ".cpp");
+  KILN_CHECK(status == 0, "fake CUDA: the host compile of a kernel failed:\n", log.substr(0, 4000));
+  std::filesystem::rename(temporary + ".so", so);  // atomic: another process may read it
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.compiled;
+  return so.string();
+}
+
+CUresult load_module(driver::CUmodule* module, const void* image) {
+  const std::string source = static_cast<const char*>(image);
+  auto* m = new Module;  // kept: functions and loaded kernels outlive their modules' handles
+  m->library = dlopen(host_library(source).c_str(), RTLD_NOW | RTLD_LOCAL);
+  KILN_CHECK(m->library, "fake CUDA: dlopen: ", dlerror());
+  m->barriers = source.find("__syncthreads") != std::string::npos;
+  m->grid = reinterpret_cast<void (*)(unsigned, unsigned)>(dlsym(m->library, "kiln_host_grid"));
+  m->block = reinterpret_cast<void (*)(unsigned)>(dlsym(m->library, "kiln_host_block"));
+  m->thread = reinterpret_cast<void (*)(unsigned)>(dlsym(m->library, "kiln_host_thread"));
+  *module = reinterpret_cast<driver::CUmodule>(m);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.modules;
+  return CUDA_SUCCESS;
+}
+
+CUresult get_function(driver::CUfunction* function, driver::CUmodule module, const char* name) {
+  auto* m = reinterpret_cast<const Module*>(module);
+  auto run = reinterpret_cast<void (*)(void**)>(dlsym(m->library, (std::string(name) + "_run").c_str()));
+  if (!run) return 500;  // CUDA_ERROR_NOT_FOUND
+  *function = reinterpret_cast<driver::CUfunction>(new Function{m, run});
+  return CUDA_SUCCESS;
+}
+
+CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                unsigned block_y, unsigned block_z, unsigned shared_bytes, driver::CUstream, void** params,
+                void** extra) {
+  // As the driver refuses them (the generated kernels are 1-D, __launch_bounds__(256)).
+  if (grid_x == 0 || grid_y != 1 || grid_z != 1 || block_y != 1 || block_z != 1 || block_x == 0 || block_x > 256 ||
+      block_x % 32 != 0 || shared_bytes != 0 || extra != nullptr || params == nullptr)
+    return kInvalidValue;
+  const auto* f = reinterpret_cast<const Function*>(function);
+  const Module& m = *f->module;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.launches;
+  const unsigned blocks = m.barriers ? std::min(grid_x, 4u) : grid_x;
+  const unsigned threads = m.barriers ? std::min(block_x, 64u) : block_x;
+  m.grid(blocks, threads);
+  for (unsigned b = 0; b < blocks; ++b) {
+    m.block(b);
+    if (!m.barriers) {
+      for (unsigned t = 0; t < threads; ++t) m.thread(t), f->run(params);
+      continue;
+    }
+    std::vector<std::thread> team;
+    for (unsigned t = 0; t < threads; ++t) team.emplace_back([&, t] { m.thread(t), f->run(params); });
+    for (auto& t : team) t.join();
+  }
+  return CUDA_SUCCESS;
+}
+
+void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(uintptr_t(p)); }
+
+// Handles that are never dereferenced.
+template <typename T>
+T handle() {
+  static char dummy;
+  return reinterpret_cast<T>(&dummy);
+}
+
+driver::DriverApi make_driver() {
+  driver::DriverApi a{};
+  a.cuGetErrorString = [](CUresult, const char** text) {
+    *text = "fake CUDA driver error";
+    return CUDA_SUCCESS;
+  };
+  a.cuGetErrorName = [](CUresult, const char** text) {
+    *text = "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+  };
+  a.cuCtxSynchronize = [] { return CUDA_SUCCESS; };
+  a.cuMemAlloc = [](CUdeviceptr* p, size_t bytes) {
+    *p = CUdeviceptr(reinterpret_cast<uintptr_t>(std::malloc(bytes)));
+    return CUDA_SUCCESS;
+  };
+  a.cuMemFree = [](CUdeviceptr p) {
+    std::free(ptr(p));
+    return CUDA_SUCCESS;
+  };
+  a.cuMemHostAlloc = [](void** p, size_t bytes, unsigned) {
+    *p = std::malloc(bytes);
+    return CUDA_SUCCESS;
+  };
+  a.cuMemFreeHost = [](void* p) {
+    std::free(p);
+    return CUDA_SUCCESS;
+  };
+  a.cuMemcpyHtoDAsync = [](CUdeviceptr dst, const void* src, size_t bytes, driver::CUstream) {
+    std::memcpy(ptr(dst), src, bytes);
+    return CUDA_SUCCESS;
+  };
+  a.cuMemcpyDtoHAsync = [](void* dst, CUdeviceptr src, size_t bytes, driver::CUstream) {
+    std::memcpy(dst, ptr(src), bytes);
+    return CUDA_SUCCESS;
+  };
+  a.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t bytes, driver::CUstream) {
+    std::memcpy(ptr(dst), ptr(src), bytes);
+    return CUDA_SUCCESS;
+  };
+  a.cuMemsetD8Async = [](CUdeviceptr dst, unsigned char value, size_t bytes, driver::CUstream) {
+    std::memset(ptr(dst), value, bytes);
+    return CUDA_SUCCESS;
+  };
+  a.cuStreamCreate = [](driver::CUstream* s, unsigned) {
+    *s = handle<driver::CUstream>();
+    return CUDA_SUCCESS;
+  };
+  a.cuStreamDestroy = [](driver::CUstream) { return CUDA_SUCCESS; };
+  a.cuStreamSynchronize = [](driver::CUstream) { return CUDA_SUCCESS; };
+  a.cuStreamWaitEvent = [](driver::CUstream, driver::CUevent, unsigned) { return CUDA_SUCCESS; };
+  a.cuEventCreate = [](driver::CUevent* e, unsigned) {
+    *e = handle<driver::CUevent>();
+    return CUDA_SUCCESS;
+  };
+  a.cuEventDestroy = [](driver::CUevent) { return CUDA_SUCCESS; };
+  a.cuEventRecord = [](driver::CUevent, driver::CUstream) { return CUDA_SUCCESS; };
+  a.cuEventQuery = [](driver::CUevent) { return CUDA_SUCCESS; };
+  a.cuEventSynchronize = [](driver::CUevent) { return CUDA_SUCCESS; };
+  a.cuModuleLoadData = load_module;
+  a.cuModuleUnload = [](driver::CUmodule) { return CUDA_SUCCESS; };
+  a.cuModuleGetFunction = get_function;
+  a.cuLaunchKernel = launch;
+  return a;
+}
+
+// C = op(A) op(B), column-major, as cuBLAS's strided-batched GEMM.
+template <typename T>
+kiln::codegen::cuda::cublasStatus gemm(kiln::codegen::cuda::cublasHandle, int ta, int tb, int m, int n, int k,
+                                       const T* alpha, const T* a, int lda, long long stride_a, const T* b, int ldb,
+                                       long long stride_b, const T* beta, T* c, int ldc, long long stride_c,
+                                       int batch) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_counts.gemms;
+  }
+  for (int p = 0; p < batch; ++p)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < k; ++l) {
+          const T x = ta ? a[p * stride_a + i * lda + l] : a[p * stride_a + l * lda + i];
+          const T y = tb ? b[p * stride_b + l * ldb + j] : b[p * stride_b + j * ldb + l];
+          sum += double(x) * double(y);
+        }
+        T& out = c[p * stride_c + j * ldc + i];
+        out = T(*alpha * sum + (*beta == 0 ? 0 : *beta * out));
+      }
+  return 0;
+}
+
+kiln::codegen::cuda::CublasApi make_cublas() {
+  namespace cuda = kiln::codegen::cuda;
+  cuda::CublasApi a{};
+  a.cublasCreate_v2 = [](cuda::cublasHandle* h) {
+    *h = handle<cuda::cublasHandle>();
+    return 0;
+  };
+  a.cublasSetStream_v2 = [](cuda::cublasHandle, void*) { return 0; };
+  a.cublasSgemmStridedBatched = gemm<float>;
+  a.cublasDgemmStridedBatched = gemm<double>;
+  return a;
+}
+
+}  // namespace
+
+void use_fake_cuda(bool on) {
+  static const driver::DriverApi fake_driver = make_driver();
+  static const kiln::codegen::cuda::CublasApi fake_cublas = make_cublas();
+  kiln::codegen::cuda::use_fake_cublas(on ? &fake_cublas : nullptr);
+  driver::use_fake_device(on, on ? &fake_driver : nullptr);
+}
+
+FakeCudaCounts fake_cuda_counts() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_counts;
+}
+
+}  // namespace kiln_test
