@@ -111,8 +111,9 @@ void init_process_group(const std::string& backend, const std::string& init_meth
 
   std::shared_ptr<Store> store;
   if (init_method == "env://") {
-    store = std::make_shared<TCPStore>(env_string("MASTER_ADDR"), parse_port(env_string("MASTER_PORT"), "MASTER_PORT"),
-                                       me == 0, timeout);
+    const std::string master = env_string("MASTER_ADDR");
+    const int port = parse_port(env_string("MASTER_PORT"), "MASTER_PORT");
+    store = std::make_shared<TCPStore>(master, port, me == 0, timeout);
   } else if (init_method.rfind("tcp://", 0) == 0) {
     const std::string address = init_method.substr(6);
     const size_t colon = address.rfind(':');

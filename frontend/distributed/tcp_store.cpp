@@ -26,34 +26,39 @@ namespace {
 enum Command : uint8_t { kSet = 1, kGet = 2 };
 using Clock = std::chrono::steady_clock;
 
-// Sends or receives all `n` bytes by `deadline`; false on a closed connection, an error or time out.
-bool transfer(int fd, void* data, size_t n, bool sending, Clock::time_point deadline) {
+enum class Transfer { kDone, kClosed, kTimedOut };
+
+// Sends or receives all `n` bytes by `deadline`.
+Transfer transfer(int fd, void* data, size_t n, bool sending, Clock::time_point deadline) {
   auto* p = static_cast<char*>(data);
   while (n > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
+    if (left <= 0) return Transfer::kTimedOut;
     pollfd pfd{fd, short(sending ? POLLOUT : POLLIN), 0};
     const int ready = ::poll(&pfd, 1, int(std::min<int64_t>(left, 1 << 30)));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
+    if (ready == 0) return Transfer::kTimedOut;
+    if (ready < 0) return Transfer::kClosed;
     const ssize_t done = sending ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
     if (done < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (done <= 0) return false;
+    if (done <= 0) return Transfer::kClosed;
     p += done;
     n -= size_t(done);
   }
-  return true;
+  return Transfer::kDone;
 }
 
 constexpr auto kForever = Clock::time_point::max();
 
-bool send_bytes(int fd, const std::string& s, Clock::time_point deadline) {
+Transfer send_bytes(int fd, const std::string& s, Clock::time_point deadline) {
   uint32_t n = uint32_t(s.size());
-  return transfer(fd, &n, 4, true, deadline) && transfer(fd, const_cast<char*>(s.data()), n, true, deadline);
+  const Transfer size = transfer(fd, &n, 4, true, deadline);
+  return size != Transfer::kDone ? size : transfer(fd, const_cast<char*>(s.data()), n, true, deadline);
 }
-bool recv_bytes(int fd, std::string& s, Clock::time_point deadline) {
+Transfer recv_bytes(int fd, std::string& s, Clock::time_point deadline) {
   uint32_t n = 0;
-  if (!transfer(fd, &n, 4, false, deadline)) return false;
+  const Transfer size = transfer(fd, &n, 4, false, deadline);
+  if (size != Transfer::kDone) return size;
   s.resize(n);
   return transfer(fd, s.data(), n, false, deadline);
 }
@@ -123,8 +128,8 @@ struct TCPStore::Server {
     while (!stopping) {
       uint8_t command = 0;
       std::string key, value;
-      if (!transfer(fd, &command, 1, false, kForever) || !recv_bytes(fd, key, kForever) ||
-          !recv_bytes(fd, value, kForever))
+      if (transfer(fd, &command, 1, false, kForever) != Transfer::kDone ||
+          recv_bytes(fd, key, kForever) != Transfer::kDone || recv_bytes(fd, value, kForever) != Transfer::kDone)
         return;
       std::string reply;
       if (command == kSet) {
@@ -137,7 +142,7 @@ struct TCPStore::Server {
         if (stopping) return;
         reply = values[key];
       }
-      if (!send_bytes(fd, reply, kForever)) return;
+      if (send_bytes(fd, reply, kForever) != Transfer::kDone) return;
     }
   }
 };
@@ -190,11 +195,12 @@ std::vector<uint8_t> TCPStore::request(uint8_t command, const std::string& key, 
   KILN_CHECK(socket_ >= 0, "TCPStore: the connection to ", host_, ":", port_, " was lost by an earlier request");
   const auto deadline = Clock::now() + timeout;
   std::string reply;
-  const bool ok = transfer(socket_, &command, 1, true, deadline) && send_bytes(socket_, key, deadline) &&
-                  send_bytes(socket_, std::string(value.begin(), value.end()), deadline) &&
-                  recv_bytes(socket_, reply, deadline);
-  if (!ok) {
-    const bool timed_out = Clock::now() >= deadline;
+  Transfer result = transfer(socket_, &command, 1, true, deadline);
+  if (result == Transfer::kDone) result = send_bytes(socket_, key, deadline);
+  if (result == Transfer::kDone) result = send_bytes(socket_, std::string(value.begin(), value.end()), deadline);
+  if (result == Transfer::kDone) result = recv_bytes(socket_, reply, deadline);
+  if (result != Transfer::kDone) {
+    const bool timed_out = result == Transfer::kTimedOut;
     ::close(socket_);  // a late answer would be read as the next request's
     socket_ = -1;
     throw Error("TCPStore: " + std::string(command == kSet ? "set" : "get") + " of key '" + key + "' at " + host_ +
