@@ -18,20 +18,20 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Repeats `step` until `min_seconds` have passed (the ranks agree on the count: rank 0's) and
-// returns seconds per step.
+// Seconds per `step`, over as many steps as fill `min_seconds` on rank 0 (which tells the others
+// the count, so that every rank runs the same collectives and nothing else while timed).
 template <typename F>
 double time_steps(F&& step, double min_seconds) {
   for (int i = 0; i < 2; ++i) step();  // warm: connections, kernels
-  int64_t steps = 0;
-  const auto start = Clock::now();
-  for (bool more = true; more;) {
-    step();
-    ++steps;
-    torch::Tensor go = torch::tensor(std::vector<int64_t>{seconds_since(start) < min_seconds ? 1 : 0});
-    dist::broadcast(go, 0);
-    more = go.item<int64_t>() == 1;
-  }
+  auto start = Clock::now();
+  for (int i = 0; i < 3; ++i) step();
+  const double estimate = seconds_since(start) / 3;
+  torch::Tensor count = torch::tensor(std::vector<int64_t>{std::max<int64_t>(3, int64_t(min_seconds / estimate))});
+  dist::broadcast(count, 0);
+  const int64_t steps = count.item<int64_t>();
+  dist::barrier();
+  start = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
   return seconds_since(start) / double(steps);
 }
 
