@@ -154,6 +154,12 @@ TEST(Distributed, DdpFindsUnusedParameters) { expect_all_pass(run_ranks(2, {"ddp
 
 TEST(Distributed, DdpOnFourRanks) { expect_all_pass(run_ranks(4, {"ddp", "3"}, {kInterp})); }
 
+TEST(Distributed, GroupLeftAtExitIsTakenDown) {
+  const auto ranks = run_ranks(2, {"no_destroy"}, {kInterp});
+  expect_all_pass(ranks);
+  EXPECT_NE(ranks[1].output.find("leaving without destroy_process_group"), std::string::npos) << ranks[1].output;
+}
+
 TEST(Distributed, RankThatExitsIsAnErrorOnTheOthers) {
   const auto ranks = run_ranks(3, {"exit"}, {kInterp, "KILN_TEST_TIMEOUT_MS=4000"});
   for (int r = 0; r < 2; ++r) {

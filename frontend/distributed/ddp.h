@@ -24,7 +24,9 @@ namespace kiln::nn::parallel {
 
 struct DistributedDataParallelOptions {
   // Parameters the forward pass did not use get no gradient: with this on, each forward finds
-  // them (a walk over the autograd graph) and the buckets count them as ready with zeros.
+  // them (a walk over the autograd graph) and the buckets count them as ready with zeros. Their
+  // .grad is then the average of the other ranks' (zeros where no rank used them: PyTorch leaves
+  // those undefined).
   bool find_unused_parameters = false;
   double bucket_cap_mb = 25;
   double first_bucket_cap_mb = 1;

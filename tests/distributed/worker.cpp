@@ -216,8 +216,7 @@ int peer_fails(bool stop) {
   } catch (const kiln::Error& e) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("rank %d: error after %.2f s: %s\n", rank, seconds, e.what());
-    std::fflush(stdout);
-    _exit(0);  // the group cannot be taken down in order with a rank gone
+    return 0;  // and the group is taken down at exit, with a rank gone
   }
 }
 
@@ -262,6 +261,12 @@ int main(int argc, char** argv) {
     if (scenario == "ddp") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, false);
     if (scenario == "ddp_no_sync") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, true, false);
     if (scenario == "ddp_unused") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, true);
+    if (scenario == "no_destroy") {  // the group is taken down at exit
+      init();
+      dist::all_reduce(kiln::ones({4}));
+      std::printf("rank %d: leaving without destroy_process_group\n", dist::get_rank());
+      return 0;
+    }
     if (scenario == "exit") return peer_fails(false);
     if (scenario == "stop") return peer_fails(true);
     if (scenario == "shapes") return mismatched_shapes();
