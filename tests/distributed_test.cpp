@@ -222,6 +222,10 @@ TEST(Distributed, InitProcessGroupBadArguments) {
   EXPECT_FALSE(dist::is_initialized());
 }
 
+TEST(Distributed, MpiIsNotBuiltYet) {
+  EXPECT_THROW_WITH(c10d::ProcessGroupMPI::createProcessGroupMPI(), "the MPI backend is not built into kiln yet");
+}
+
 TEST(Distributed, NcclIsNotBuiltYet) {
   const auto folder = fresh_folder("nccl");
   EXPECT_THROW_WITH(dist::init_process_group("nccl", "file://" + folder.string(), 1, 0),

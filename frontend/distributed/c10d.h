@@ -13,6 +13,7 @@ using ::kiln::distributed::BroadcastOptions;
 using ::kiln::distributed::FileStore;
 using ::kiln::distributed::ProcessGroup;
 using ::kiln::distributed::ProcessGroupGloo;
+using ::kiln::distributed::ProcessGroupMPI;
 using ::kiln::distributed::ProcessGroupNCCL;
 using ::kiln::distributed::ReduceOp;
 using ::kiln::distributed::ReduceScatterOptions;

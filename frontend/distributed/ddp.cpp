@@ -1,5 +1,6 @@
 #include "frontend/distributed/ddp.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "frontend/autograd.h"

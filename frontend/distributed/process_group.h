@@ -131,10 +131,15 @@ class ProcessGroupGloo : public ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// NCCL (CUDA tensors) is not built yet: its constructor throws kiln::Error saying so.
+// NCCL (CUDA tensors) and MPI (jobs mpirun starts) are not built yet: making either throws
+// kiln::Error saying so, so that code written for them compiles and fails clearly.
 class ProcessGroupNCCL {
  public:
   ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size);
+};
+class ProcessGroupMPI {
+ public:
+  static std::shared_ptr<ProcessGroup> createProcessGroupMPI(const std::vector<int>& ranks = {});
 };
 
 }  // namespace kiln::distributed
