@@ -38,9 +38,10 @@ ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>&, int, int) {
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroupMPI::createProcessGroupMPI(const std::vector<int>&) {
-  throw Error("ProcessGroupMPI: the MPI backend is not built into kiln yet; use \"gloo\" (kiln launch starts the "
-              "ranks, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from mpirun's OMPI_COMM_WORLD_RANK "
-              "and OMPI_COMM_WORLD_SIZE)");
+  throw Error(
+      "ProcessGroupMPI: the MPI backend is not built into kiln yet; use \"gloo\" (kiln launch starts the "
+      "ranks, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from mpirun's OMPI_COMM_WORLD_RANK "
+      "and OMPI_COMM_WORLD_SIZE)");
 }
 
 #if !KILN_HAVE_GLOO
