@@ -1,5 +1,6 @@
 // The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch),
-// `kiln info` (version, backends, cache) and `kiln cache clear`. Argument errors are reported by
+// `kiln launch` (the ranks of a data-parallel job), `kiln info` (version, backends, cache) and
+// `kiln cache clear`. Argument errors are reported by
 // CLI11 with exit status 105/106 (see --help).
 #include <kiln/kiln.h>
 
@@ -7,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/bench.h"
+#include "cli/launch.h"
 #include "cli/train.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
@@ -81,6 +83,12 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data", train.data_dir,
                         "Folder with the Fashion-MNIST IDX files (default: KILN_DATA_DIR or "
                         "/usr/share/datasets/fashion-mnist)");
+  train_cmd
+      ->add_option("--nproc-per-node", train.nproc_per_node,
+                   "Ranks to train data-parallel on this machine (each on its share of every batch)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train.command_line.assign(argv, argv + argc);
 
   kiln::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time the workloads of perf/workloads.cpp against libtorch");
@@ -105,6 +113,25 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
+  kiln::cli::LaunchOptions launch;
+  CLI::App* launch_cmd = app.add_subcommand(
+      "launch", "Start the ranks of a data-parallel job: kiln launch --nproc-per-node N -- PROGRAM ARGS");
+  launch_cmd->add_option("--nproc-per-node", launch.nproc_per_node, "Ranks on this machine")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  launch_cmd->add_option("--nnodes", launch.nnodes, "Machines in the job")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  launch_cmd->add_option("--node-rank", launch.node_rank, "This machine's place among them")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  launch_cmd->add_option("--master-addr", launch.master_addr, "Address of node 0, where rank 0 serves the rendezvous")
+      ->capture_default_str();
+  launch_cmd->add_option("--master-port", launch.master_port, "Its port")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  launch_cmd->add_option("command", launch.command, "PROGRAM ARGS (after --)")->required();
+
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");
   CLI::App* cache_cmd = app.add_subcommand("cache", "Manage the kernel cache");
   cache_cmd->require_subcommand(1);
@@ -114,6 +141,7 @@ int main(int argc, char** argv) {
   try {
     if (*train_cmd) return kiln::cli::train(train);
     if (*bench_cmd) return kiln::cli::bench(bench);
+    if (*launch_cmd) return kiln::cli::launch(launch);
     if (*info_cmd) print_info();
     if (*clear_cmd) {
       const double mib = double(kiln::cache_size_bytes()) / (1 << 20);

@@ -1,8 +1,14 @@
 #include "cli/train.h"
 
-#include <cstdio>
-#include <memory>
+#include <kiln/distributed.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "cli/launch.h"
 #include "cli/models.h"
 #include "cli/progress.h"
 
@@ -36,9 +42,29 @@ double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor
   return double(correct) / double(n);
 }
 
+// `kiln train --nproc-per-node N`: this command again as N ranks (they see LOCAL_RANK set).
+int launch_ranks(const TrainOptions& o) {
+  LaunchOptions job;
+  job.nproc_per_node = o.nproc_per_node;
+  job.command = o.command_line;
+  job.command.at(0) = "/proc/self/exe";
+  const char* port = std::getenv("MASTER_PORT");
+  job.master_port = port ? std::atoi(port) : free_port();
+  return launch(job);
+}
+
 }  // namespace
 
 int train(const TrainOptions& o) {
+  if (o.nproc_per_node > 1 && !std::getenv("LOCAL_RANK")) return launch_ranks(o);
+  // A rank of a job (started by the above or by `kiln launch`): its share of every batch, the
+  // gradients averaged by DistributedDataParallel. Rank 0 reports.
+  const char* world_size = std::getenv("WORLD_SIZE");
+  const bool distributed = world_size && std::atoi(world_size) > 1;
+  if (distributed) kiln::distributed::init_process_group("gloo");
+  const int rank = distributed ? kiln::distributed::get_rank() : 0;
+  const int world = distributed ? kiln::distributed::get_world_size() : 1;
+  const bool reports = rank == 0;
   if (o.threads > 0) set_num_threads(o.threads);
   const torch::Device device(o.device);
   KILN_CHECK(device.is_cpu() || kiln::cuda::is_available(), "train: --device ", o.device,
@@ -52,37 +78,64 @@ int train(const TrainOptions& o) {
 
   torch::nn::Sequential model = o.model == "cnn" ? fashion::make_cnn() : fashion::make_mlp();
   model->to(device);
+  kiln::nn::parallel::DistributedDataParallel<torch::nn::SequentialImpl> ddp(nullptr);
+  if (distributed) ddp = kiln::nn::parallel::DistributedDataParallel(model);  // rank 0's initial weights
   auto optimizer = make_optimizer(o.optimizer, model->parameters(), o.lr);
+  // The same shuffled order on every rank (same seed); each rank takes its share of each batch.
   data::DataLoader loader(train_images, train_set.labels, o.batch_size, /*shuffle=*/true, o.seed);
-  std::printf(
-      "kiln train: %s on %s, Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, "
-      "batch %lld\n",
-      o.model.c_str(), device.str().c_str(), (long long)train_set.size(), (long long)test_set.size(), dir.c_str(),
-      o.optimizer.c_str(), o.lr, (long long)o.batch_size);
-  std::fflush(stdout);
+  if (reports) {
+    std::printf("kiln train: %s on %s, Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, batch %lld",
+                o.model.c_str(), device.str().c_str(), (long long)train_set.size(), (long long)test_set.size(),
+                dir.c_str(), o.optimizer.c_str(), o.lr, (long long)o.batch_size);
+    if (distributed) std::printf(" split over %d ranks", world);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
 
   double train_seconds = 0, test_accuracy = 0;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), train_set.size());
+    std::optional<ProgressBar> bar;
+    if (reports) bar.emplace("epoch " + std::to_string(epoch) + "/" + std::to_string(o.epochs), train_set.size());
+    const auto start = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t seen = 0;
     for (const auto& batch : loader) {
+      Tensor images = batch.data, labels = batch.target;
+      const int64_t n = images.size(0);
+      if (distributed) {
+        const int64_t first = n * rank / world, end = n * (rank + 1) / world;
+        images = images.narrow(0, first, end - first);
+        labels = labels.narrow(0, first, end - first);
+      }
       optimizer->zero_grad();
-      Tensor loss = F::cross_entropy(model->forward(batch.data.to(device)), batch.target.to(device));
+      Tensor loss = F::cross_entropy(distributed ? ddp->forward(images.to(device)) : model->forward(images.to(device)),
+                                     labels.to(device));
       loss.backward();
       optimizer->step();
-      const int64_t n = batch.data.size(0);
-      loss_sum += loss.item<double>() * double(n);
-      seen += n;
-      bar.update(n, loss_sum / double(seen));
+      loss_sum += loss.item<double>() * double(images.size(0));
+      seen += images.size(0);
+      if (bar) bar->update(n, loss_sum / double(seen));
     }
-    const double seconds = bar.finish();
+    if (distributed) {  // the epoch's loss over every rank's samples
+      Tensor totals = torch::tensor(std::vector<double>{loss_sum, double(seen)});
+      kiln::distributed::all_reduce(totals);
+      loss_sum = totals[0].item<double>();
+      seen = int64_t(totals[1].item<double>());
+    }
+    const double seconds =
+        bar ? bar->finish() : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
+    if (!reports) continue;
     test_accuracy = accuracy(model, test_images, test_set.labels, device);
     std::printf("epoch %d: loss %.4f test_accuracy %.4f seconds %.2f samples/s %.0f\n", epoch,
                 loss_sum / double(std::max<int64_t>(seen, 1)), test_accuracy, seconds, double(seen) / seconds);
     std::fflush(stdout);
   }
+  if (distributed) {
+    kiln::distributed::barrier();  // rank 0 has tested the last epoch
+    kiln::distributed::destroy_process_group();
+  }
+  if (!reports) return 0;
   if (!o.save.empty()) {
     torch::save(model, o.save);
     std::printf("saved weights to %s\n", o.save.c_str());

@@ -1,9 +1,11 @@
-// `kiln train`: trains the MLP or the CNN of cli/models.h on Fashion-MNIST, with a progress bar
-// per epoch and the test accuracy after each; the last line printed is
+// `kiln train`: trains the MLP or the CNN of cli/models.h on Fashion-MNIST (data-parallel across
+// processes with --nproc-per-node), with a progress bar per epoch and the test accuracy after
+// each; the last line printed is
 // `accuracy <test accuracy> seconds_per_epoch <seconds>`.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::cli {
 
@@ -18,6 +20,11 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string data_dir;        // default: kiln::data::fashion_mnist_dir()
   std::string device = "cpu";  // where the model and batches live: cpu, cuda or cuda:N
+  // Above 1, `kiln train` starts this many ranks of itself (cli/launch.h, with `command_line`), each
+  // training a DistributedDataParallel copy on its share of every batch. A rank is a process
+  // started with WORLD_SIZE set, by this or by `kiln launch`.
+  int nproc_per_node = 1;
+  std::vector<std::string> command_line;
 };
 
 // Returns the process exit status.

@@ -31,6 +31,9 @@ struct Config {
   // KILN_THREADS_IMPL: what runs parallel loops, tbb (oneTBB) or pool (kiln's own spinning pool,
   // kept to be measured against it: scripts/bench_threads.sh).
   std::string threads_impl = "tbb";
+  // KILN_DISTRIBUTED_DEBUG=1: before each collective the ranks compare its name, shape and dtype,
+  // and fail naming both where they differ (one small all-gather more per collective).
+  bool distributed_debug = false;
 };
 Config& config();
 

@@ -1,0 +1,252 @@
+#include "frontend/distributed/ddp.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "frontend/autograd.h"
+#include "frontend/derivatives.h"
+#include "frontend/distributed/distributed.h"
+#include "frontend/ops.h"
+
+namespace kiln::nn::parallel::detail {
+
+namespace {
+
+constexpr int kMaxDims = 8;  // of a parameter, as the ranks compare them
+
+std::string shape_text(const int64_t* descriptor) {
+  std::string s = "[";
+  for (int64_t d = 0; d < descriptor[1]; ++d) s += (d ? ", " : "") + std::to_string(descriptor[2 + d]);
+  return s + "] " + dtype_name(ScalarType(descriptor[0]));
+}
+
+}  // namespace
+
+Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> parameters, std::vector<Tensor> buffers,
+                 DistributedDataParallelOptions options)
+    : params_(std::move(parameters)), buffers_(std::move(buffers)), options_(std::move(options)) {
+  group_ = options_.process_group ? options_.process_group : distributed::default_process_group();
+  for (const auto& [name, p] : params_)
+    KILN_CHECK(p.is_cpu(), "DistributedDataParallel: parameter '", name, "' is on ", p.device().str(),
+               "; the gloo backend takes CPU tensors (NCCL is not built into kiln yet)");
+  check_models_agree();
+  std::vector<Tensor> state;
+  for (const auto& item : params_) state.push_back(item.second);
+  state.insert(state.end(), buffers_.begin(), buffers_.end());
+  broadcast_from_rank0(state);
+
+  // Buckets over the parameters in reverse, the order the backward pass makes their gradients.
+  bucket_of_.resize(params_.size());
+  slot_of_.resize(params_.size());
+  double cap = options_.first_bucket_cap_mb * 1e6;
+  for (size_t i = params_.size(); i-- > 0;) {
+    const Tensor& p = params_[i].second;
+    const int64_t bytes = p.numel() * int64_t(element_size(p.dtype()));
+    if (buckets_.empty() || buckets_.back().dtype != p.dtype() ||
+        (buckets_.back().numel > 0 && double(buckets_.back().numel * int64_t(element_size(p.dtype())) + bytes) > cap)) {
+      if (!buckets_.empty()) cap = options_.bucket_cap_mb * 1e6;
+      buckets_.emplace_back();
+      buckets_.back().dtype = p.dtype();
+    }
+    Bucket& b = buckets_.back();
+    bucket_of_[i] = buckets_.size() - 1;
+    slot_of_[i] = b.params.size();
+    b.params.push_back(i);
+    b.offsets.push_back(b.numel);
+    b.numel += p.numel();
+  }
+  ready_.assign(params_.size(), false);
+  unused_.assign(params_.size(), false);
+}
+
+void Reducer::attach_hooks() {
+  std::weak_ptr<Reducer> self = shared_from_this();
+  for (size_t i = 0; i < params_.size(); ++i)
+    hooks_.push_back(params_[i].second.register_hook([self, i](Tensor grad) -> Tensor {
+      auto reducer = self.lock();
+      return reducer ? reducer->on_gradient(i, grad) : Tensor();
+    }));
+}
+
+Reducer::~Reducer() {
+  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].second.remove_hook(hooks_[i]);
+}
+
+std::vector<size_t> Reducer::bucket_parameter_counts() const {
+  std::vector<size_t> counts;
+  for (const auto& b : buckets_) counts.push_back(b.params.size());
+  return counts;
+}
+
+// Every rank describes each parameter as [dtype, dims, sizes...] and compares with rank 0's.
+void Reducer::check_models_agree() {
+  const int size = group_->getSize(), rank = group_->getRank();
+  if (size == 1) return;
+  auto gather = [&](const Tensor& mine) {
+    std::vector<Tensor> all;
+    for (int r = 0; r < size; ++r) all.push_back(empty(mine.sizes(), TensorOptions(mine.dtype())));
+    std::vector<std::vector<Tensor>> outputs{all};
+    std::vector<Tensor> inputs{mine};
+    group_->allgather(outputs, inputs)->wait();
+    return all;
+  };
+  const std::vector<Tensor> counts = gather(tensor(std::vector<int64_t>{int64_t(params_.size())}));
+  for (int r = 1; r < size; ++r)
+    KILN_CHECK(counts[r].item<int64_t>() == counts[0].item<int64_t>(),
+               "DistributedDataParallel: the ranks' models "
+               "differ: rank 0 has ",
+               counts[0].item<int64_t>(), " parameters, rank ", r, " has ", counts[r].item<int64_t>());
+  constexpr int64_t kWidth = 2 + kMaxDims;
+  std::vector<int64_t> mine(params_.size() * kWidth, 0);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i].second;
+    KILN_CHECK(p.dim() <= kMaxDims, "DistributedDataParallel: parameter '", params_[i].first, "' has more than ",
+               kMaxDims, " dimensions");
+    int64_t* d = &mine[i * kWidth];
+    d[0] = int64_t(p.dtype());
+    d[1] = p.dim();
+    for (int64_t k = 0; k < p.dim(); ++k) d[2 + k] = p.size(k);
+  }
+  if (params_.empty()) return;
+  const std::vector<Tensor> all = gather(tensor(mine).view({int64_t(params_.size()), kWidth}));
+  const std::vector<int64_t> first = all[0].to_vector<int64_t>();
+  for (int r = 1; r < size; ++r) {
+    const std::vector<int64_t> theirs = all[r].to_vector<int64_t>();
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (!std::equal(&first[i * kWidth], &first[i * kWidth] + kWidth, &theirs[i * kWidth]))
+        throw Error("DistributedDataParallel: the ranks' models differ: parameter " + std::to_string(i) + " ('" +
+                    params_[i].first + "' on rank " + std::to_string(rank) + ") is " + shape_text(&first[i * kWidth]) +
+                    " on rank 0 but " + shape_text(&theirs[i * kWidth]) + " on rank " + std::to_string(r));
+  }
+}
+
+void Reducer::broadcast_from_rank0(const std::vector<Tensor>& tensors) {
+  if (group_->getSize() == 1) return;
+  std::vector<std::shared_ptr<distributed::Work>> works;
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    std::vector<Tensor> one{t};
+    works.push_back(group_->broadcast(one));
+  }
+  for (auto& w : works) w->wait();
+}
+
+void Reducer::before_forward() {
+  KILN_CHECK(!round_active_ || gradients_seen_ == 0, "DistributedDataParallel: the previous backward pass left ",
+             params_.size() - ready_count_, " parameter(s) without a gradient (the first: '",
+             params_[std::find(ready_.begin(), ready_.end(), false) - ready_.begin()].first,
+             "'), so their gradients were never averaged. Parameters the forward pass does not use need "
+             "find_unused_parameters.");
+  round_active_ = false;
+  if (sync_ && options_.broadcast_buffers) broadcast_from_rank0(buffers_);
+}
+
+void Reducer::after_forward(const std::vector<Tensor>& outputs) {
+  if (!sync_ || !options_.find_unused_parameters || !autograd::GradMode::is_enabled()) return;
+  std::fill(unused_.begin(), unused_.end(), false);
+  if (outputs.empty()) return;
+  // Walk the graph from the outputs; a parameter whose gradient accumulator it never reaches is unused.
+  std::unordered_set<const autograd::Node*> seen;
+  std::vector<std::shared_ptr<autograd::Node>> stack;
+  for (const Tensor& t : outputs)
+    if (t.defined() && t.requires_grad()) stack.push_back(kiln::detail::gradient_edge(t).fn);
+  while (!stack.empty()) {
+    auto node = std::move(stack.back());
+    stack.pop_back();
+    if (!node || !seen.insert(node.get()).second) continue;
+    for (const auto& e : node->next_edges)
+      if (e.valid()) stack.push_back(e.fn);
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    unused_[i] = !seen.count(kiln::detail::gradient_edge(params_[i].second).fn.get());
+  start_round();
+}
+
+void Reducer::start_round() {
+  round_active_ = true;
+  ready_count_ = 0;
+  gradients_seen_ = 0;
+  next_launch_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (auto& b : buckets_) {
+    b.pieces.assign(b.params.size(), Tensor());
+    b.pending = b.params.size();
+    b.flat = Tensor();
+    b.work.reset();
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (unused_[i]) mark_ready(i, zeros(params_[i].second.sizes(), TensorOptions(params_[i].second.dtype())));
+}
+
+Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
+  if (!sync_) return Tensor();        // no_sync: accumulate into .grad as usual
+  if (!round_active_) start_round();  // a backward pass without a forward through DDP
+  KILN_CHECK(!ready_[param], "DistributedDataParallel: parameter '", params_[param].first,
+             "' got a gradient twice in one round: a second backward needs another forward through DDP, or "
+             "no_sync()");
+  try {
+    ++gradients_seen_;
+    Tensor& accumulated = params_[param].second.mutable_grad();
+    // What .grad would hold after this backward: the bucket averages it, and .grad takes the average.
+    Tensor piece = accumulated.defined() ? accumulated.detach() + grad.detach() : grad.detach();
+    accumulated = Tensor();
+    mark_ready(param, piece);
+    if (ready_count_ < params_.size()) return zeros(grad.sizes(), TensorOptions(grad.dtype()));  // never computed
+    return finish_round(param);
+  } catch (...) {
+    round_active_ = false;  // the next forward starts afresh
+    throw;
+  }
+}
+
+void Reducer::mark_ready(size_t param, Tensor piece) {
+  ready_[param] = true;
+  ++ready_count_;
+  Bucket& b = buckets_[bucket_of_[param]];
+  b.pieces[slot_of_[param]] = std::move(piece);
+  --b.pending;
+  launch_ready_buckets();
+}
+
+// Buckets start in order on every rank (Gloo pairs the ranks' collectives by order).
+void Reducer::launch_ready_buckets() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& b = buckets_[next_launch_++];
+    std::vector<Tensor> flat;
+    for (const Tensor& piece : b.pieces) flat.push_back(piece.reshape({-1}));
+    b.flat = (flat.size() == 1 ? flat[0] : cat(flat)).contiguous();
+    b.pieces.clear();
+    std::vector<Tensor> tensors{b.flat};
+    distributed::AllreduceOptions options;
+    options.reduceOp = distributed::ReduceOp::SUM;
+    b.work = group_->allreduce(tensors, options);  // flushes the segment: the bucket's gradients are computed
+  }
+}
+
+// Every bucket is launched: waits for them and gives each parameter its averaged gradient. The
+// parameter whose hook is running gets it as the hook's result, which .grad then takes.
+Tensor Reducer::finish_round(size_t current_param) {
+  autograd::NoGradGuard no_grad;
+  Tensor current;
+  const double scale = 1.0 / double(group_->getSize());
+  for (auto& b : buckets_) {
+    b.work->wait();  // a failed all-reduce (a rank died) throws kiln::Error here, out of backward()
+    const Tensor average = b.flat * scale;
+    for (size_t k = 0; k < b.params.size(); ++k) {
+      const size_t i = b.params[k];
+      const Tensor& p = params_[i].second;
+      Tensor g = average.narrow(0, b.offsets[k], p.numel()).view(p.sizes());
+      if (i == current_param)
+        current = g;
+      else
+        p.mutable_grad() = g;
+    }
+    b.flat = Tensor();
+    b.work.reset();
+  }
+  round_active_ = false;
+  ready_count_ = 0;
+  return current;
+}
+
+}  // namespace kiln::nn::parallel::detail

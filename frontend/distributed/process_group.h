@@ -1,0 +1,145 @@
+// Process groups, as c10d's: a rank's handle on a job of `size` ranks, running collectives over
+// kiln tensors on a library's algorithms (Gloo for CPU tensors). Collectives are queued in call
+// order and run on the group's own thread; each returns a Work whose wait() rethrows the
+// collective's error as kiln::Error. Every collective has a timeout: a rank that died or stopped
+// is an error on the others, never a hang.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "frontend/distributed/store.h"
+#include "frontend/tensor.h"
+
+namespace kiln::distributed {
+
+enum class ReduceOp { SUM, AVG, PRODUCT, MIN, MAX };
+const char* reduce_op_name(ReduceOp op);
+
+// A collective in flight. wait() blocks until it is done and throws kiln::Error if it failed; it
+// also finishes the collective's writes on the calling thread (copies into outputs the library
+// did not write in place), so outputs must not be read before it.
+class Work {
+ public:
+  Work() = default;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+  bool isCompleted();
+  bool isSuccess();
+  // true once done; throws kiln::Error naming the collective if it failed.
+  bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  // For process groups: the collective's end on the group's thread, and what wait() does after.
+  void finish(std::exception_ptr error);
+  std::function<void()> on_wait;
+  std::string name;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false, waited_ = false;
+  std::exception_ptr error_;
+};
+
+inline constexpr std::chrono::milliseconds kUnsetTimeout = std::chrono::milliseconds(-1);
+
+struct AllreduceOptions {
+  ReduceOp reduceOp = ReduceOp::SUM;
+  std::chrono::milliseconds timeout = kUnsetTimeout;  // unset: the group's
+};
+struct BroadcastOptions {
+  int64_t rootRank = 0;
+  int64_t rootTensor = 0;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct AllgatherOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct ReduceScatterOptions {
+  ReduceOp reduceOp = ReduceOp::SUM;
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+struct BarrierOptions {
+  std::chrono::milliseconds timeout = kUnsetTimeout;
+};
+
+class ProcessGroup {
+ public:
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~ProcessGroup() = default;
+  int getRank() const { return rank_; }
+  int getSize() const { return size_; }
+  virtual std::string getBackendName() const = 0;
+
+  // In place on every rank's tensors (one tensor per call here: a list is c10d's multi-device form).
+  virtual std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
+                                          const AllreduceOptions& options = AllreduceOptions()) = 0;
+  virtual std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
+                                          const BroadcastOptions& options = BroadcastOptions()) = 0;
+  // outputs[0][r] receives rank r's inputs[0].
+  virtual std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
+                                          const AllgatherOptions& options = AllgatherOptions()) = 0;
+  // outputs[0] receives the reduction over ranks of every rank's inputs[0][this rank].
+  virtual std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
+                                               const ReduceScatterOptions& options = ReduceScatterOptions()) = 0;
+  virtual std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) = 0;
+
+ protected:
+  const int rank_, size_;
+};
+
+// Collectives over Gloo's TCP transport, the ranks connected through `store`. The group's timeout
+// bounds the connection and every collective that sets none of its own.
+class ProcessGroupGloo : public ProcessGroup {
+ public:
+  // The address peers reach this rank at (c10d's createDeviceForHostname).
+  struct Device {
+    std::string hostname;
+  };
+  static std::shared_ptr<Device> createDeviceForHostname(const std::string& hostname) {
+    return std::make_shared<Device>(Device{hostname});
+  }
+  struct Options {
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+    // The first one's address is used; none: GLOO_SOCKET_IFNAME's interface, else loopback when
+    // MASTER_ADDR is, else this machine's host name.
+    std::vector<std::shared_ptr<Device>> devices;
+    static std::shared_ptr<Options> create() { return std::make_shared<Options>(); }
+  };
+  ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank, int size,
+                   std::shared_ptr<Options> options = Options::create());
+  ~ProcessGroupGloo() override;
+  std::string getBackendName() const override { return "gloo"; }
+
+  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
+                                  const AllreduceOptions& options = AllreduceOptions()) override;
+  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
+                                  const BroadcastOptions& options = BroadcastOptions()) override;
+  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
+                                  const AllgatherOptions& options = AllgatherOptions()) override;
+  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
+                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;
+  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// NCCL (CUDA tensors) and MPI (jobs mpirun starts) are not built yet: making either throws
+// kiln::Error saying so, so that code written for them compiles and fails clearly.
+class ProcessGroupNCCL {
+ public:
+  ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size);
+};
+class ProcessGroupMPI {
+ public:
+  static std::shared_ptr<ProcessGroup> createProcessGroupMPI(const std::vector<int>& ranks = {});
+};
+
+}  // namespace kiln::distributed

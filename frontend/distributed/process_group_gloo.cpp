@@ -1,0 +1,509 @@
+// ProcessGroupGloo and FileStore on Debian's Gloo (built when CMake finds it: KILN_HAVE_GLOO).
+// Tensors are made computed, contiguous host memory on the calling thread (data_ptr flushes the
+// thread's lazy segment); Gloo then runs on the group's thread over that memory. Outputs that
+// are not the memory Gloo wrote (a non-contiguous tensor, all_gather's list) are filled by
+// Work::wait() on the calling thread.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "frontend/autograd.h"
+#include "frontend/distributed/process_group.h"
+#include "frontend/ops.h"
+#include "runtime/config.h"
+
+#if KILN_HAVE_GLOO
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+#endif
+
+namespace kiln::distributed {
+
+ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>&, int, int) {
+  throw Error(
+      "ProcessGroupNCCL: the NCCL backend (CUDA tensors) is not built into kiln yet; use \"gloo\" with CPU "
+      "tensors");
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroupMPI::createProcessGroupMPI(const std::vector<int>&) {
+  throw Error(
+      "ProcessGroupMPI: the MPI backend is not built into kiln yet; use \"gloo\" (kiln launch starts the "
+      "ranks, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from mpirun's OMPI_COMM_WORLD_RANK "
+      "and OMPI_COMM_WORLD_SIZE)");
+}
+
+#if !KILN_HAVE_GLOO
+
+namespace {
+[[noreturn]] void no_gloo(const char* what) {
+  throw Error(std::string(what) +
+              ": kiln was built without Gloo (install Debian's libgloo-dev and configure kiln again)");
+}
+}  // namespace
+
+struct ProcessGroupGloo::Impl {};
+ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>&, int rank, int size, std::shared_ptr<Options>)
+    : ProcessGroup(rank, size) {
+  no_gloo("ProcessGroupGloo");
+}
+ProcessGroupGloo::~ProcessGroupGloo() = default;
+std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>&, const AllreduceOptions&) {
+  no_gloo("allreduce");
+}
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>&, const BroadcastOptions&) {
+  no_gloo("broadcast");
+}
+std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor>>&, std::vector<Tensor>&,
+                                                  const AllgatherOptions&) {
+  no_gloo("allgather");
+}
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
+                                                       const ReduceScatterOptions&) {
+  no_gloo("reduce_scatter");
+}
+std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions&) { no_gloo("barrier"); }
+
+struct FileStore::Impl {};
+FileStore::FileStore(const std::string&, int) { no_gloo("FileStore"); }
+FileStore::~FileStore() = default;
+void FileStore::set(const std::string&, const std::vector<uint8_t>&) { no_gloo("FileStore"); }
+std::vector<uint8_t> FileStore::get(const std::string&) { no_gloo("FileStore"); }
+void FileStore::wait(const std::vector<std::string>&, std::chrono::milliseconds) { no_gloo("FileStore"); }
+
+#else
+
+// --- FileStore ---
+
+struct FileStore::Impl {
+  std::unique_ptr<gloo::rendezvous::FileStore> store;
+  std::string path;
+};
+
+FileStore::FileStore(const std::string& path, int) : impl_(std::make_unique<Impl>()) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  KILN_CHECK(std::filesystem::is_directory(path), "FileStore: cannot make the folder ", path, ": ", error.message());
+  impl_->path = path;
+  impl_->store = std::make_unique<gloo::rendezvous::FileStore>(path);
+}
+FileStore::~FileStore() = default;
+
+void FileStore::set(const std::string& key, const std::vector<uint8_t>& value) {
+  try {
+    impl_->store->set(key, std::vector<char>(value.begin(), value.end()));
+  } catch (const std::exception& e) {
+    throw Error("FileStore: set of key '" + key + "' in " + impl_->path + " failed: " + e.what());
+  }
+}
+
+std::vector<uint8_t> FileStore::get(const std::string& key) {
+  wait({key});
+  const std::vector<char> value = impl_->store->get(key);
+  return std::vector<uint8_t>(value.begin(), value.end());
+}
+
+void FileStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  try {
+    impl_->store->wait(keys, timeout);
+  } catch (const std::exception& e) {
+    throw Error("FileStore: waiting for " + std::to_string(keys.size()) + " key(s) in " + impl_->path +
+                " failed after " + std::to_string(timeout.count()) + " ms: " + e.what());
+  }
+}
+
+// --- ProcessGroupGloo ---
+
+namespace {
+
+// kiln's store as Gloo's rendezvous sees it, under a prefix of its own.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(distributed::Store& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_.set(prefix_ + key, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::vector<uint8_t> v = store_.get(prefix_ + key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, store_.getTimeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    std::vector<std::string> prefixed;
+    for (const auto& k : keys) prefixed.push_back(prefix_ + k);
+    store_.wait(prefixed, timeout);
+  }
+
+ private:
+  distributed::Store& store_;
+  std::string prefix_;
+};
+
+using ReduceFunc = void (*)(void*, const void*, const void*, size_t);
+
+template <typename T>
+ReduceFunc reduce_func(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG: return static_cast<ReduceFunc>(&gloo::sum<T>);
+    case ReduceOp::PRODUCT: return static_cast<ReduceFunc>(&gloo::product<T>);
+    case ReduceOp::MIN: return static_cast<ReduceFunc>(&gloo::min<T>);
+    case ReduceOp::MAX: return static_cast<ReduceFunc>(&gloo::max<T>);
+  }
+  return nullptr;
+}
+
+// Calls f with a value of the C++ type Gloo moves `dtype` as.
+template <typename F>
+void with_element_type(ScalarType dtype, const std::string& call, F&& f) {
+  if (dtype == kFloat)
+    f(float{});
+  else if (dtype == kDouble)
+    f(double{});
+  else if (dtype == kLong)
+    f(int64_t{});
+  else if (dtype == kInt)
+    f(int32_t{});
+  else if (dtype == kByte || dtype == kBool)
+    f(uint8_t{});
+  else if (dtype == kChar)
+    f(int8_t{});
+  else if (dtype == kHalf)
+    f(gloo::float16{});
+  else
+    throw Error(call + ": dtype " + dtype_name(dtype) + " is not supported by the gloo backend");
+}
+
+// A tensor's values as memory Gloo can read and write: the tensor itself when contiguous, else a
+// contiguous copy that Work::wait() writes back.
+struct Staged {
+  Tensor tensor, memory;
+  void* data = nullptr;
+  size_t elements = 0;
+};
+
+Staged stage(const Tensor& t, const std::string& call) {
+  KILN_CHECK(t.defined(), call, ": undefined tensor");
+  KILN_CHECK(t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
+             " (NCCL, for CUDA tensors, is not built into kiln yet)");
+  with_element_type(t.dtype(), call, [](auto) {});
+  Staged s;
+  s.tensor = t;
+  s.memory = t.is_contiguous() ? t : t.contiguous();
+  s.elements = size_t(t.numel());
+  s.data = s.elements > 0 ? s.memory.data_ptr() : nullptr;
+  return s;
+}
+
+// Copies the staged memory back into the user's tensor where it was a copy.
+void write_back(const Staged& s) {
+  if (s.memory.is_same(s.tensor)) return;
+  autograd::NoGradGuard no_grad;
+  s.tensor.copy_(s.memory);
+}
+
+std::string shape_text(const Tensor& t) {
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "] " + dtype_name(t.dtype());
+}
+
+// The address peers reach this rank at: the one given, else GLOO_SOCKET_IFNAME's interface (as in
+// PyTorch), else loopback when MASTER_ADDR is (a job on one machine), else this machine's host name.
+gloo::transport::tcp::attr device_attributes(const std::string& hostname) {
+  gloo::transport::tcp::attr attr;
+  if (!hostname.empty()) {
+    attr.hostname = hostname;
+    return attr;
+  }
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
+    attr.iface = iface;
+    return attr;
+  }
+  const char* master = std::getenv("MASTER_ADDR");
+  const std::string m = master ? master : "";
+  if (m.empty() || m == "localhost" || m.rfind("127.", 0) == 0 || m == "::1") {
+    attr.hostname = "127.0.0.1";
+  } else {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    attr.hostname = name;
+  }
+  return attr;
+}
+
+}  // namespace
+
+struct ProcessGroupGloo::Impl {
+  std::shared_ptr<gloo::Context> context;
+  std::chrono::milliseconds timeout;
+  uint32_t next_tag = 0;
+
+  std::mutex mutex;
+  std::condition_variable queued;
+  std::deque<std::pair<std::shared_ptr<Work>, std::function<void()>>> queue;
+  bool stopping = false;
+  std::thread worker;
+
+  void run_queue() {
+    for (;;) {
+      std::pair<std::shared_ptr<Work>, std::function<void()>> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        queued.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        job.second();
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(Error(job.first->name + " (gloo) failed: " + e.what()));
+      }
+      job.first->finish(error);
+    }
+  }
+
+  std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const {
+    return requested == kUnsetTimeout ? timeout : requested;
+  }
+
+  // Queues `job`, which gets this collective's tag; with KILN_DISTRIBUTED_DEBUG, the ranks first
+  // compare what they were called with (`signature`) and fail, naming both, where they differ.
+  std::shared_ptr<Work> enqueue(const std::string& name, const std::string& signature,
+                                std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout) {
+    auto work = std::make_shared<Work>();
+    work->name = name;
+    const uint32_t tag = next_tag++;
+    uint32_t check_tag = 0;
+    const bool check = config().distributed_debug;
+    if (check) check_tag = next_tag++;
+    auto run = [this, job = std::move(job), tag, check, check_tag, signature, name, op_timeout] {
+      if (check) compare_signatures(name, signature, check_tag, op_timeout);
+      job(tag);
+    };
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      KILN_CHECK(!stopping, name, ": the process group was destroyed");
+      queue.emplace_back(work, std::move(run));
+    }
+    queued.notify_one();
+    return work;
+  }
+
+  void compare_signatures(const std::string& name, const std::string& signature, uint32_t tag,
+                          std::chrono::milliseconds op_timeout) {
+    constexpr size_t kWidth = 128;
+    std::vector<char> mine(kWidth, 0), all(kWidth * size_t(context->size), 0);
+    std::copy_n(signature.begin(), std::min(signature.size(), kWidth - 1), mine.begin());
+    gloo::AllgatherOptions opts(context);
+    opts.setInput(mine.data(), kWidth);
+    opts.setOutput(all.data(), all.size());
+    opts.setTag(tag);
+    opts.setTimeout(op_timeout);
+    gloo::allgather(opts);
+    for (int r = 0; r < context->size; ++r) {
+      const std::string theirs(all.data() + size_t(r) * kWidth);
+      if (theirs != std::string(mine.data()))
+        throw Error("ranks disagree: rank " + std::to_string(context->rank) + " called " + name + " with " +
+                    mine.data() + ", rank " + std::to_string(r) + " with " + theirs);
+    }
+  }
+};
+
+ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank, int size,
+                                   std::shared_ptr<Options> options)
+    : ProcessGroup(rank, size), impl_(std::make_unique<Impl>()) {
+  KILN_CHECK(store, "ProcessGroupGloo: no store");
+  KILN_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroupGloo: rank ", rank, " is not in [0, ", size, ")");
+  if (!options) options = Options::create();
+  impl_->timeout = options->timeout;
+  try {
+    auto device = gloo::transport::tcp::CreateDevice(device_attributes(
+        options->devices.empty() || !options->devices[0] ? std::string() : options->devices[0]->hostname));
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options->timeout);
+    GlooStore gloo_store(*store, "kiln/gloo/");
+    context->connectFullMesh(gloo_store, device);
+    impl_->context = context;
+  } catch (const std::exception& e) {
+    throw Error("ProcessGroupGloo: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                " could not connect to the others within " + std::to_string(options->timeout.count()) +
+                " ms: " + e.what());
+  }
+  impl_->worker = std::thread([impl = impl_.get()] { impl->run_queue(); });
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->queued.notify_one();
+  impl_->worker.join();  // what was queued runs first, each bounded by its timeout
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
+  const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";
+  KILN_CHECK(tensors.size() == 1, name, ": expected one tensor, got ", tensors.size());
+  const ReduceOp op = options.reduceOp;
+  KILN_CHECK(op != ReduceOp::AVG || tensors[0].is_floating_point(), name, ": AVG needs a floating-point tensor, got ",
+             shape_text(tensors[0]));
+  Staged s = stage(tensors[0], name);
+  auto context = impl_->context;
+  const auto timeout = impl_->timeout_of(options.timeout);
+  auto work = impl_->enqueue(
+      name, name + " " + shape_text(tensors[0]),
+      [context, s, op, timeout](uint32_t tag) {
+        if (s.elements == 0) return;
+        with_element_type(s.tensor.dtype(), "all_reduce", [&](auto element) {
+          using T = decltype(element);
+          gloo::AllreduceOptions opts(context);
+          opts.setOutput(static_cast<T*>(s.data), s.elements);
+          opts.setReduceFunction(reduce_func<T>(op));
+          opts.setTag(tag);
+          opts.setTimeout(timeout);
+          gloo::allreduce(opts);
+        });
+      },
+      timeout);
+  const int size = size_;
+  work->on_wait = [s, op, size] {
+    if (op == ReduceOp::AVG) {
+      autograd::NoGradGuard no_grad;
+      s.memory.div_(size);
+    }
+    write_back(s);
+  };
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& options) {
+  const std::string name = "broadcast";
+  KILN_CHECK(tensors.size() == 1 && options.rootTensor == 0, name, ": expected one tensor, got ", tensors.size());
+  KILN_CHECK(options.rootRank >= 0 && options.rootRank < size_, name, ": source rank ", options.rootRank,
+             " is not in [0, ", size_, ")");
+  Staged s = stage(tensors[0], name);
+  auto context = impl_->context;
+  const auto timeout = impl_->timeout_of(options.timeout);
+  const int root = int(options.rootRank);
+  auto work = impl_->enqueue(
+      name, name + " from " + std::to_string(root) + " " + shape_text(tensors[0]),
+      [context, s, root, timeout](uint32_t tag) {
+        if (s.elements == 0) return;
+        with_element_type(s.tensor.dtype(), "broadcast", [&](auto element) {
+          using T = decltype(element);
+          gloo::BroadcastOptions opts(context);
+          if (context->rank == root) opts.setInput(static_cast<T*>(s.data), s.elements);
+          opts.setOutput(static_cast<T*>(s.data), s.elements);
+          opts.setRoot(root);
+          opts.setTag(tag);
+          opts.setTimeout(timeout);
+          gloo::broadcast(opts);
+        });
+      },
+      timeout);
+  work->on_wait = [s] { write_back(s); };
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor>>& outputs,
+                                                  std::vector<Tensor>& inputs, const AllgatherOptions& options) {
+  const std::string name = "all_gather";
+  KILN_CHECK(inputs.size() == 1 && outputs.size() == 1, name, ": expected one input and one output list");
+  const Tensor& input = inputs[0];
+  std::vector<Tensor> out = outputs[0];
+  KILN_CHECK(int(out.size()) == size_, name, ": the output list has ", out.size(), " tensors for ", size_, " ranks");
+  for (const Tensor& o : out)
+    KILN_CHECK(o.defined() && o.sizes() == input.sizes() && o.dtype() == input.dtype(), name, ": output ",
+               o.defined() ? shape_text(o) : "undefined", " does not match the input ", shape_text(input));
+  Staged s = stage(input, name);
+  Tensor gathered = empty({int64_t(size_) * input.numel()}, TensorOptions(input.dtype()));
+  void* gathered_data = s.elements > 0 ? gathered.data_ptr() : nullptr;
+  auto context = impl_->context;
+  const auto timeout = impl_->timeout_of(options.timeout);
+  auto work = impl_->enqueue(
+      name, name + " " + shape_text(input),
+      [context, s, gathered, gathered_data, timeout](uint32_t tag) {
+        if (s.elements == 0) return;
+        with_element_type(s.tensor.dtype(), "all_gather", [&](auto element) {
+          using T = decltype(element);
+          gloo::AllgatherOptions opts(context);
+          opts.setInput(static_cast<T*>(s.data), s.elements);
+          opts.setOutput(static_cast<T*>(gathered_data), s.elements * size_t(context->size));
+          opts.setTag(tag);
+          opts.setTimeout(timeout);
+          gloo::allgather(opts);
+        });
+      },
+      timeout);
+  work->on_wait = [out, gathered, n = input.numel()] {
+    autograd::NoGradGuard no_grad;
+    for (size_t r = 0; r < out.size(); ++r) out[r].copy_(gathered.narrow(0, int64_t(r) * n, n).view(out[r].sizes()));
+  };
+  return work;
+}
+
+// Through Gloo's allreduce of every rank's whole input list (the reduce-scatter algorithm of
+// Debian's Gloo takes no timeout), each rank keeping its part.
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>& outputs,
+                                                       std::vector<std::vector<Tensor>>& inputs,
+                                                       const ReduceScatterOptions& options) {
+  const std::string name = std::string("reduce_scatter(") + reduce_op_name(options.reduceOp) + ")";
+  KILN_CHECK(outputs.size() == 1 && inputs.size() == 1, name, ": expected one output and one input list");
+  const Tensor output = outputs[0];
+  const std::vector<Tensor>& in = inputs[0];
+  KILN_CHECK(int(in.size()) == size_, name, ": the input list has ", in.size(), " tensors for ", size_, " ranks");
+  std::vector<Tensor> flat;
+  for (const Tensor& t : in) {
+    KILN_CHECK(t.defined() && output.defined() && t.sizes() == output.sizes() && t.dtype() == output.dtype(), name,
+               ": input ", t.defined() ? shape_text(t) : "undefined", " does not match the output ",
+               output.defined() ? shape_text(output) : "undefined");
+    flat.push_back(t.detach().reshape({-1}));
+  }
+  Tensor all = cat(flat).contiguous();
+  std::vector<Tensor> reduced{all};
+  AllreduceOptions reduce;
+  reduce.reduceOp = options.reduceOp;
+  reduce.timeout = options.timeout;
+  auto work = allreduce(reduced, reduce);
+  work->name = name;
+  auto reduce_done = work->on_wait;
+  work->on_wait = [reduce_done, all, output, rank = rank_] {
+    reduce_done();
+    autograd::NoGradGuard no_grad;
+    const int64_t n = output.numel();
+    output.copy_(all.narrow(0, rank * n, n).view(output.sizes()));
+  };
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions& options) {
+  auto context = impl_->context;
+  const auto timeout = impl_->timeout_of(options.timeout);
+  return impl_->enqueue(
+      "barrier", "barrier",
+      [context, timeout](uint32_t tag) {
+        gloo::BarrierOptions opts(context);
+        opts.setTag(tag);
+        opts.setTimeout(timeout);
+        gloo::barrier(opts);
+      },
+      timeout);
+}
+
+#endif  // KILN_HAVE_GLOO
+
+}  // namespace kiln::distributed

@@ -1,0 +1,93 @@
+// all_reduce bandwidth over Gloo, and what DDP's communication adds to a training step. Run one
+// rank per process: `build/cli/kiln launch --nproc-per-node 2 -- build/perf/bench_allreduce`
+// (alone, it is a job of one rank). Rank 0 prints the tables; `--quick` for a short run.
+#include <kiln/distributed.h>
+#include <kiln/torch.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace dist = kiln::distributed;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Seconds per `step`, over as many steps as fill `min_seconds` on rank 0 (which tells the others
+// the count, so that every rank runs the same collectives and nothing else while timed).
+template <typename F>
+double time_steps(F&& step, double min_seconds) {
+  for (int i = 0; i < 2; ++i) step();  // warm: connections, kernels
+  auto start = Clock::now();
+  for (int i = 0; i < 3; ++i) step();
+  const double estimate = seconds_since(start) / 3;
+  torch::Tensor count = torch::tensor(std::vector<int64_t>{std::max<int64_t>(3, int64_t(min_seconds / estimate))});
+  dist::broadcast(count, 0);
+  const int64_t steps = count.item<int64_t>();
+  dist::barrier();
+  start = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  return seconds_since(start) / double(steps);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const double min_seconds = quick ? 0.01 : 1.0;
+  if (std::getenv("RANK")) {
+    dist::init_process_group("gloo");
+  } else {
+    const auto folder = std::filesystem::temp_directory_path() / ("kiln-bench-allreduce-" + std::to_string(getpid()));
+    dist::init_process_group("gloo", "file://" + folder.string(), 1, 0);
+  }
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  if (rank == 0) {
+    std::printf("all_reduce (SUM, float32) on %d rank(s), %d kernel thread(s) each\n", world, torch::get_num_threads());
+    std::printf("| size | ms | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n");
+  }
+  for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
+    if (quick && bytes > (int64_t(1) << 20)) break;
+    torch::Tensor t = torch::ones({bytes / 4});
+    t.data_ptr();  // computed before the clock starts
+    const double s = time_steps([&] { dist::all_reduce(t); }, min_seconds);
+    // Bus bandwidth as NCCL's tests count it: what each rank sends and receives in a ring.
+    const double algorithm = double(bytes) / s / 1e9, bus = algorithm * 2.0 * (world - 1) / world;
+    if (rank == 0)
+      std::printf("| %lld KiB | %.3f | %.2f | %.2f |\n", (long long)(bytes >> 10), s * 1e3, algorithm, bus);
+  }
+
+  // The MLP of `kiln train` on this rank's share of a batch of 64, with DDP averaging gradients
+  // and, for the cost of that, the same steps inside no_sync() (no communication).
+  torch::manual_seed(0);
+  torch::nn::Sequential mlp(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
+                            torch::nn::Linear(512, 256), torch::nn::ReLU(), torch::nn::Linear(256, 10));
+  auto ddp = kiln::nn::parallel::DistributedDataParallel(mlp);
+  torch::optim::Adam adam(mlp->parameters(), torch::optim::AdamOptions(1e-3));
+  const int64_t share = 64 / world;
+  const torch::Tensor x = torch::randn({share, 1, 28, 28}), y = torch::randint(0, 10, {share});
+  auto step = [&] {
+    adam.zero_grad();
+    torch::nn::functional::cross_entropy(ddp->forward(x), y).backward();
+    adam.step();
+    kiln::sync();
+  };
+  const double synced = time_steps(step, min_seconds * 3);
+  double local = 0;
+  {
+    auto guard = ddp->no_sync();
+    local = time_steps(step, min_seconds * 3);
+  }
+  if (rank == 0)
+    std::printf(
+        "MLP step, batch 64 over %d rank(s): %.2f ms with DDP, %.2f ms without communication (+%.0f%%); "
+        "%.0f samples/s\n",
+        world, synced * 1e3, local * 1e3, (synced / local - 1) * 100, 64 / synced);
+  dist::destroy_process_group();
+  return 0;
+}

@@ -1,0 +1,282 @@
+// One rank of the multi-process tests in tests/distributed_test.cpp, which start several of these
+// with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set: `kiln_distributed_worker SCENARIO [ARGS]`.
+// A rank prints what it found and exits 0 when its checks pass, 1 (with the reason) otherwise.
+#include <kiln/distributed.h>
+#include <kiln/kiln.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace dist = kiln::distributed;
+namespace nn = kiln::nn;
+using kiln::Tensor;
+
+namespace {
+
+int g_failures = 0;
+#define EXPECT_THAT(cond, ...)                                      \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                                 \
+    }                                                               \
+  } while (0)
+
+bool all_equal(const Tensor& t, double value) {
+  for (double v : t.to(kiln::kDouble).to_vector<double>())
+    if (v != value) return false;
+  return true;
+}
+
+std::chrono::milliseconds timeout_from_env() {
+  const char* v = std::getenv("KILN_TEST_TIMEOUT_MS");
+  return std::chrono::milliseconds(v ? std::atoi(v) : 20000);
+}
+
+void init() { dist::init_process_group("gloo", "env://", -1, -1, timeout_from_env()); }
+
+// Values of every collective on every rank.
+int collectives() {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  auto ranks_sum = [&](double f) { return f * world * (world + 1) / 2; };
+  Tensor t = kiln::full({3}, double(rank + 1));
+  dist::all_reduce(t);
+  EXPECT_THAT(all_equal(t, ranks_sum(1)));
+  t = kiln::full({2, 2}, double(rank + 1));
+  dist::all_reduce(t, dist::ReduceOp::AVG);
+  EXPECT_THAT(all_equal(t, (world + 1) / 2.0));
+  t = kiln::full({5}, double(rank + 1));
+  dist::all_reduce(t, dist::ReduceOp::MIN);
+  EXPECT_THAT(all_equal(t, 1));
+  t = kiln::full({5}, double(rank + 1));
+  dist::all_reduce(t, dist::ReduceOp::MAX);
+  EXPECT_THAT(all_equal(t, world));
+  t = kiln::full({5}, double(rank + 1));
+  dist::all_reduce(t, dist::ReduceOp::PRODUCT);
+  double factorial = 1;
+  for (int r = 1; r <= world; ++r) factorial *= r;
+  EXPECT_THAT(all_equal(t, factorial));
+  // Integers, and a tensor that is not contiguous (a transposed view), in place.
+  Tensor ints = kiln::full({4}, int64_t(rank + 1), kiln::TensorOptions(kiln::kLong));
+  dist::all_reduce(ints);
+  EXPECT_THAT(all_equal(ints, ranks_sum(1)));
+  Tensor base = kiln::arange(6, kiln::TensorOptions(kiln::kFloat)).view({2, 3}) * double(rank + 1);
+  Tensor transposed = base.t();
+  dist::all_reduce(transposed);
+  const std::vector<float> got = base.contiguous().to_vector<float>();
+  for (int i = 0; i < 6; ++i) EXPECT_THAT(got[i] == float(i * ranks_sum(1)));
+  // Lazy inputs: an expression not computed yet.
+  Tensor lazy = kiln::ones({3}) * 2 + double(rank);
+  dist::all_reduce(lazy);
+  EXPECT_THAT(all_equal(lazy, 2.0 * world + world * (world - 1) / 2.0));
+
+  Tensor b = kiln::full({4}, double(rank));
+  dist::broadcast(b, world - 1);
+  EXPECT_THAT(all_equal(b, world - 1));
+
+  std::vector<Tensor> gathered;
+  for (int r = 0; r < world; ++r) gathered.push_back(kiln::zeros({2}));
+  dist::all_gather(gathered, kiln::full({2}, 10.0 * rank));
+  for (int r = 0; r < world; ++r) EXPECT_THAT(all_equal(gathered[r], 10.0 * r));
+
+  std::vector<Tensor> parts;
+  for (int r = 0; r < world; ++r) parts.push_back(kiln::full({2}, double(rank + r)));
+  Tensor mine = kiln::zeros({2});
+  dist::reduce_scatter(mine, parts);
+  EXPECT_THAT(all_equal(mine, world * (world - 1) / 2.0 + world * rank));
+
+  auto work = dist::all_reduce(t = kiln::ones({8}), dist::ReduceOp::SUM, /*async_op=*/true);
+  work->wait();
+  EXPECT_THAT(work->isCompleted() && all_equal(t, world));
+  dist::barrier();
+
+  // c10d's shape on the default group.
+  auto group = dist::default_process_group();
+  std::vector<Tensor> tensors{kiln::full({3}, double(group->getRank()))};
+  group->allreduce(tensors)->wait();
+  EXPECT_THAT(group->getSize() == world && all_equal(tensors[0], (world - 1) * world / 2.0));
+  dist::destroy_process_group();
+  EXPECT_THAT(!dist::is_initialized());
+  std::printf("rank %d of %d: collectives %s\n", rank, world, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
+// c10d::FileStore and c10d::ProcessGroupGloo made by hand, as libtorch programs do.
+int c10d_file_store(const std::string& folder) {
+  const int rank = std::atoi(std::getenv("RANK")), world = std::atoi(std::getenv("WORLD_SIZE"));
+  auto store = std::make_shared<c10d::FileStore>(folder, world);
+  auto options = c10d::ProcessGroupGloo::Options::create();
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  options->timeout = timeout_from_env();
+  c10d::ProcessGroupGloo pg(store, rank, world, options);
+  std::vector<Tensor> tensors{kiln::full({2, 3}, double(rank + 1))};
+  auto work = pg.allreduce(tensors);
+  work->wait();
+  EXPECT_THAT(pg.getRank() == rank && pg.getSize() == world);
+  EXPECT_THAT(all_equal(tensors[0], world * (world + 1) / 2.0));
+  std::printf("rank %d: c10d %s\n", rank, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
+struct NetImpl : nn::Module {
+  explicit NetImpl(bool with_unused) {
+    fc1 = register_module("fc1", nn::Linear(8, 16));
+    fc2 = register_module("fc2", nn::Linear(16, 4));
+    if (with_unused) spare = register_module("spare", nn::Linear(4, 4));
+  }
+  Tensor forward(const Tensor& x) { return fc2->forward(fc1->forward(x).relu()); }
+  nn::Linear fc1{nullptr}, fc2{nullptr}, spare{nullptr};
+};
+KILN_MODULE(Net);
+
+// DDP on W ranks, each on its share of the batch, against one process on the whole batch: the
+// same parameters after the steps, and the very same on every rank. With "no_sync", each step's
+// share is two micro-batches, the first backward inside no_sync().
+int ddp(int steps, bool use_no_sync, bool with_unused) {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  kiln::manual_seed(1234);
+  const int64_t batch = 12 * world;
+  const Tensor x = kiln::randn({batch, 8}), y = kiln::randn({batch, 4});
+  kiln::manual_seed(100);  // rank 0's initial weights, which DDP gives every rank
+  Net reference(with_unused);
+  kiln::manual_seed(100 + rank);
+  Net local(with_unused);
+  nn::parallel::DistributedDataParallelOptions options;
+  options.find_unused_parameters = with_unused;
+  options.first_bucket_cap_mb = 0.0005;  // several buckets even for this small model
+  auto model = nn::parallel::DistributedDataParallel(local, options);
+  EXPECT_THAT(model->reducer().bucket_count() >= 2);
+  kiln::optim::SGD reference_opt(reference->parameters(), kiln::optim::SGDOptions(0.1).momentum(0.9));
+  kiln::optim::SGD opt(model->parameters(), kiln::optim::SGDOptions(0.1).momentum(0.9));
+  const int64_t share = batch / world;
+  for (int step = 0; step < steps; ++step) {
+    reference_opt.zero_grad();
+    kiln::mse_loss(reference->forward(x), y).backward();
+    reference_opt.step();
+
+    opt.zero_grad();
+    const Tensor xs = x.narrow(0, rank * share, share), ys = y.narrow(0, rank * share, share);
+    if (use_no_sync) {
+      const int64_t half = share / 2;
+      {
+        auto guard = model->no_sync();
+        (kiln::mse_loss(model->forward(xs.narrow(0, 0, half)), ys.narrow(0, 0, half)) * 0.5).backward();
+      }
+      (kiln::mse_loss(model->forward(xs.narrow(0, half, half)), ys.narrow(0, half, half)) * 0.5).backward();
+    } else {
+      kiln::mse_loss(model->forward(xs), ys).backward();
+    }
+    opt.step();
+  }
+  const auto expected = reference->named_parameters();
+  const auto got = local->named_parameters();
+  double worst = 0;
+  for (const auto& item : expected) {
+    const Tensor diff = (got[item.key()] - item.value()).abs().max();
+    const double scale = item.value().abs().max().item<double>();
+    worst = std::max(worst, diff.item<double>() / std::max(scale, 1e-6));
+  }
+  EXPECT_THAT(worst < 1e-5);
+  // Every rank holds the very same parameters.
+  Tensor all = kiln::cat({local->fc1->weight.reshape({-1}), local->fc2->weight.reshape({-1})});
+  std::vector<Tensor> copies;
+  for (int r = 0; r < world; ++r) copies.push_back(kiln::zeros_like(all));
+  dist::all_gather(copies, all);
+  for (int r = 0; r < world; ++r) EXPECT_THAT(copies[r].equal(all));
+  dist::destroy_process_group();
+  std::printf("rank %d: ddp relative difference %.3g, %s\n", rank, worst, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
+// The last rank dies (exits, or stops with SIGSTOP) after the group is made; the others must get
+// kiln::Error from their next all_reduce, within the timeout.
+int peer_fails(bool stop) {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  dist::barrier();
+  if (rank == world - 1) {
+    std::fflush(stdout);
+    if (stop) raise(SIGSTOP);
+    _exit(3);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    dist::all_reduce(kiln::ones({1000}));
+    std::printf("rank %d: all_reduce returned with a rank gone\n", rank);
+    return 1;
+  } catch (const kiln::Error& e) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("rank %d: error after %.2f s: %s\n", rank, seconds, e.what());
+    return 0;  // and the group is taken down at exit, with a rank gone
+  }
+}
+
+// Ranks that call all_reduce on different shapes (KILN_DISTRIBUTED_DEBUG=1 checks them first).
+int mismatched_shapes() {
+  init();
+  const int rank = dist::get_rank();
+  try {
+    dist::all_reduce(kiln::ones({rank + 2}));
+    std::printf("rank %d: all_reduce took mismatched shapes\n", rank);
+    return 1;
+  } catch (const kiln::Error& e) {
+    std::printf("rank %d: %s\n", rank, e.what());
+    std::fflush(stdout);
+    _exit(0);
+  }
+}
+
+// The ranks' models differ: DDP's construction names the first difference.
+int mismatched_models() {
+  init();
+  const int rank = dist::get_rank();
+  nn::Sequential model(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, rank == 0 ? 4 : 5));
+  try {
+    auto ddp = nn::parallel::DistributedDataParallel(model);
+    std::printf("rank %d: DDP took different models\n", rank);
+    return 1;
+  } catch (const kiln::Error& e) {
+    std::printf("rank %d: %s\n", rank, e.what());
+    std::fflush(stdout);
+    _exit(0);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  try {
+    if (scenario == "collectives") return collectives();
+    if (scenario == "c10d") return c10d_file_store(argc > 2 ? argv[2] : "");
+    if (scenario == "ddp") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, false);
+    if (scenario == "ddp_no_sync") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, true, false);
+    if (scenario == "ddp_unused") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, true);
+    if (scenario == "no_destroy") {  // the group is taken down at exit
+      init();
+      dist::all_reduce(kiln::ones({4}));
+      std::printf("rank %d: leaving without destroy_process_group\n", dist::get_rank());
+      return 0;
+    }
+    if (scenario == "exit") return peer_fails(false);
+    if (scenario == "stop") return peer_fails(true);
+    if (scenario == "shapes") return mismatched_shapes();
+    if (scenario == "models") return mismatched_models();
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
+               "exit|stop|shapes|models\n");
+  return 2;
+}

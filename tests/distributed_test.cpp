@@ -1,0 +1,282 @@
+// kiln::distributed: collectives, DDP and failures across real processes (tests/distributed/
+// worker.cpp, one per rank, started here with torchrun's variables), and the checks a single
+// process can make.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <kiln/distributed.h>
+#include <kiln/kiln.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "expect_error.h"
+
+extern char** environ;
+
+namespace dist = kiln::distributed;
+using kiln::Tensor;
+
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::filesystem::path fresh_folder(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("kiln-distributed-" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(free_port()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+struct Rank {
+  pid_t pid = 0;
+  int status = -1;  // waitpid's
+  std::string output;
+  bool exited_zero() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+// Runs `world` workers with `args`, each with RANK and the rest set, for at most `limit`; once
+// rank 0 has ended the others get `grace` to end before they are killed (a stopped rank).
+std::vector<Rank> run_ranks(int world, const std::vector<std::string>& args,
+                            const std::vector<std::string>& env_extra = {}, double grace = 10, double limit = 60) {
+  const auto folder = fresh_folder("ranks");
+  const int port = free_port();
+  std::vector<Rank> ranks(world);
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      const std::string entry = *e;
+      const std::string name = entry.substr(0, entry.find('='));
+      if (name != "RANK" && name != "WORLD_SIZE" && name != "MASTER_ADDR" && name != "MASTER_PORT" &&
+          name != "KILN_NUM_THREADS")
+        env.push_back(entry);
+    }
+    env.push_back("RANK=" + std::to_string(r));
+    env.push_back("WORLD_SIZE=" + std::to_string(world));
+    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back("MASTER_PORT=" + std::to_string(port));
+    env.push_back("KILN_NUM_THREADS=1");
+    for (const auto& e : env_extra) env.push_back(e);
+    std::vector<std::string> argv_strings{KILN_DISTRIBUTED_WORKER};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const std::string log = (folder / ("rank" + std::to_string(r))).string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    EXPECT_EQ(::posix_spawn(&ranks[r].pid, argv[0], &actions, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto kill_at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+  for (int running = world; running > 0;) {
+    for (auto& rank : ranks) {
+      if (rank.status != -1) continue;
+      if (::waitpid(rank.pid, &rank.status, WNOHANG) == rank.pid) {
+        --running;
+        if (&rank == &ranks[0])
+          kill_at = std::min(kill_at, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(grace)));
+      } else {
+        rank.status = -1;
+      }
+    }
+    if (running > 0 && Clock::now() >= kill_at)
+      for (auto& rank : ranks)
+        if (rank.status == -1) ::kill(rank.pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (int r = 0; r < world; ++r) {
+    std::ifstream in(folder / ("rank" + std::to_string(r)));
+    std::stringstream text;
+    text << in.rdbuf();
+    ranks[r].output = text.str();
+  }
+  std::filesystem::remove_all(folder);
+  return ranks;
+}
+
+void expect_all_pass(const std::vector<Rank>& ranks) {
+  for (size_t r = 0; r < ranks.size(); ++r)
+    EXPECT_TRUE(ranks[r].exited_zero()) << "rank " << r << " (status " << ranks[r].status << "):\n" << ranks[r].output;
+}
+
+// The workers run kernels on the interpreter: they test communication, not kernels, and a rank
+// compiling while another waits would make the timings below the compiler's.
+const std::string kInterp = "KILN_BACKEND=interp";
+
+}  // namespace
+
+TEST(Distributed, CollectivesOnTwoRanks) { expect_all_pass(run_ranks(2, {"collectives"}, {kInterp})); }
+
+TEST(Distributed, CollectivesOnThreeRanks) { expect_all_pass(run_ranks(3, {"collectives"}, {kInterp})); }
+
+TEST(Distributed, C10dProcessGroupGlooOverAFileStore) {
+  const auto folder = fresh_folder("store");
+  expect_all_pass(run_ranks(2, {"c10d", folder.string()}, {kInterp}));
+  std::filesystem::remove_all(folder);
+}
+
+TEST(Distributed, DdpOnTwoRanksMatchesOneProcessOnTheWholeBatch) {
+  const auto ranks = run_ranks(2, {"ddp", "10"}, {kInterp});
+  expect_all_pass(ranks);
+  EXPECT_NE(ranks[0].output.find("ddp relative difference"), std::string::npos) << ranks[0].output;
+}
+
+TEST(Distributed, DdpWithNoSyncMatchesOneProcess) { expect_all_pass(run_ranks(2, {"ddp_no_sync", "5"}, {kInterp})); }
+
+TEST(Distributed, DdpFindsUnusedParameters) { expect_all_pass(run_ranks(2, {"ddp_unused", "3"}, {kInterp})); }
+
+TEST(Distributed, DdpOnFourRanks) { expect_all_pass(run_ranks(4, {"ddp", "3"}, {kInterp})); }
+
+TEST(Distributed, GroupLeftAtExitIsTakenDown) {
+  const auto ranks = run_ranks(2, {"no_destroy"}, {kInterp});
+  expect_all_pass(ranks);
+  EXPECT_NE(ranks[1].output.find("leaving without destroy_process_group"), std::string::npos) << ranks[1].output;
+}
+
+TEST(Distributed, RankThatExitsIsAnErrorOnTheOthers) {
+  const auto ranks = run_ranks(3, {"exit"}, {kInterp, "KILN_TEST_TIMEOUT_MS=4000"});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(ranks[r].exited_zero()) << ranks[r].output;
+    EXPECT_NE(ranks[r].output.find("all_reduce(SUM) (gloo) failed"), std::string::npos) << ranks[r].output;
+  }
+  EXPECT_TRUE(WIFEXITED(ranks[2].status) && WEXITSTATUS(ranks[2].status) == 3);
+}
+
+TEST(Distributed, StoppedRankIsAnErrorOnTheOthersWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto ranks = run_ranks(2, {"stop"}, {kInterp, "KILN_TEST_TIMEOUT_MS=1500"}, /*grace=*/0.2);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(ranks[0].exited_zero()) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("all_reduce(SUM) (gloo) failed"), std::string::npos) << ranks[0].output;
+  EXPECT_LT(seconds, 30);
+}
+
+TEST(Distributed, MismatchedShapesAreAnErrorNamingBoth) {
+  const auto ranks = run_ranks(2, {"shapes"}, {kInterp, "KILN_DISTRIBUTED_DEBUG=1", "KILN_TEST_TIMEOUT_MS=5000"});
+  for (const auto& rank : ranks) {
+    EXPECT_TRUE(rank.exited_zero()) << rank.output;
+    EXPECT_NE(rank.output.find("ranks disagree"), std::string::npos) << rank.output;
+    EXPECT_NE(rank.output.find("all_reduce(SUM) [2] float32"), std::string::npos) << rank.output;
+    EXPECT_NE(rank.output.find("all_reduce(SUM) [3] float32"), std::string::npos) << rank.output;
+  }
+}
+
+TEST(Distributed, DdpOfDifferentModelsNamesTheFirstDifference) {
+  const auto ranks = run_ranks(2, {"models"}, {kInterp, "KILN_TEST_TIMEOUT_MS=5000"});
+  for (const auto& rank : ranks) {
+    EXPECT_TRUE(rank.exited_zero()) << rank.output;
+    EXPECT_NE(rank.output.find("[4, 16] float32 on rank 0 but [5, 16] float32 on rank 1"), std::string::npos)
+        << rank.output;
+  }
+}
+
+// --- in one process ---
+
+TEST(Distributed, CollectiveBeforeInitNamesTheCall) {
+  ASSERT_FALSE(dist::is_initialized());
+  EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2})), "all_reduce: the default process group is not initialized");
+  EXPECT_THROW_WITH(dist::broadcast(kiln::ones({2}), 0), "broadcast: the default process group is not initialized");
+  EXPECT_THROW_WITH(dist::barrier(), "barrier: the default process group is not initialized");
+  EXPECT_THROW_WITH(dist::get_rank(), "get_rank: the default process group is not initialized");
+  EXPECT_THROW_WITH(kiln::nn::parallel::DistributedDataParallel(kiln::nn::Linear(2, 2)),
+                    "default_process_group: the default process group is not initialized");
+}
+
+TEST(Distributed, InitProcessGroupBadArguments) {
+  EXPECT_THROW_WITH(dist::init_process_group("smoke", "env://", 1, 0), "unknown backend 'smoke'");
+  EXPECT_THROW_WITH(dist::init_process_group("mpi", "env://", 1, 0), "the mpi backend is not built");
+  EXPECT_THROW_WITH(dist::init_process_group("gloo", "carrier-pigeon://x", 1, 0), "unknown init_method");
+  EXPECT_THROW_WITH(dist::init_process_group("gloo", "env://", 2, 5), "rank 5 is not in [0, 2)");
+  EXPECT_THROW_WITH(dist::init_process_group("gloo", "tcp://127.0.0.1:99999", 1, 0), "is not a TCP port");
+  ::unsetenv("MASTER_ADDR");
+  EXPECT_THROW_WITH(dist::init_process_group("gloo", "env://", 1, 0), "MASTER_ADDR is not set");
+  ::unsetenv("WORLD_SIZE");
+  EXPECT_THROW_WITH(dist::init_process_group("gloo"), "WORLD_SIZE is not set");
+  EXPECT_FALSE(dist::is_initialized());
+}
+
+TEST(Distributed, MpiIsNotBuiltYet) {
+  EXPECT_THROW_WITH(c10d::ProcessGroupMPI::createProcessGroupMPI(), "the MPI backend is not built into kiln yet");
+}
+
+TEST(Distributed, NcclIsNotBuiltYet) {
+  const auto folder = fresh_folder("nccl");
+  EXPECT_THROW_WITH(dist::init_process_group("nccl", "file://" + folder.string(), 1, 0),
+                    "the NCCL backend (CUDA tensors) is not built into kiln yet");
+  std::filesystem::remove_all(folder);
+}
+
+// A job of one rank: every collective is the identity, DDP changes nothing, and the group can be
+// made again after it is destroyed.
+TEST(Distributed, OneRankOverAFileStore) {
+  const auto folder = fresh_folder("one");
+  dist::init_process_group("gloo", "file://" + folder.string(), 1, 0, std::chrono::seconds(10));
+  EXPECT_THROW_WITH(dist::init_process_group("gloo", "file://" + folder.string(), 1, 0), "already initialized");
+  EXPECT_EQ(dist::get_rank(), 0);
+  EXPECT_EQ(dist::get_world_size(), 1);
+  EXPECT_EQ(dist::get_backend(), "gloo");
+  Tensor t = kiln::arange(4, kiln::TensorOptions(kiln::kFloat));
+  dist::all_reduce(t, dist::ReduceOp::AVG);
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2}, kiln::TensorOptions(kiln::kLong)), dist::ReduceOp::AVG),
+                    "all_reduce(AVG): AVG needs a floating-point tensor, got [2] int64");
+  EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2}, kiln::TensorOptions(kiln::kBFloat16))),
+                    "all_reduce(SUM): dtype bfloat16 is not supported by the gloo backend");
+  std::vector<Tensor> too_few;
+  EXPECT_THROW_WITH(dist::all_gather(too_few, kiln::ones({2})),
+                    "all_gather: the output list has 0 tensors for 1 ranks");
+  std::vector<Tensor> wrong{kiln::zeros({3})};
+  EXPECT_THROW_WITH(dist::all_gather(wrong, kiln::ones({2})),
+                    "all_gather: output [3] float32 does not match the input [2] float32");
+  EXPECT_THROW_WITH(dist::broadcast(kiln::ones({2}), 1), "broadcast: source rank 1 is not in [0, 1)");
+  kiln::nn::Linear linear(3, 2);
+  auto ddp = kiln::nn::parallel::DistributedDataParallel(linear);
+  const Tensor before = linear->weight.detach().clone();
+  ddp->forward(kiln::ones({4, 3})).sum().backward();
+  EXPECT_TRUE(linear->weight.grad().allclose(kiln::ones({4, 3}).sum(0).expand({2, 3})));
+  EXPECT_TRUE(linear->weight.equal(before));
+  dist::destroy_process_group();
+  EXPECT_FALSE(dist::is_initialized());
+  std::filesystem::remove_all(folder);
+}
+
+TEST(Distributed, TcpStoreSetGetAndErrors) {
+  const int port = free_port();
+  auto master = std::make_shared<dist::TCPStore>("127.0.0.1", port, true, std::chrono::milliseconds(2000));
+  dist::TCPStore client("localhost", port, false, std::chrono::milliseconds(300));
+  client.set("key", {1, 2, 3});
+  EXPECT_EQ(master->get("key"), (std::vector<uint8_t>{1, 2, 3}));
+  EXPECT_THROW_WITH(client.get("missing"),
+                    "TCPStore: get of key 'missing' at localhost:" + std::to_string(port) + " timed out after 300 ms");
+  EXPECT_THROW_WITH(dist::TCPStore("127.0.0.1", port, true), "TCPStore: cannot listen on port " + std::to_string(port));
+  master.reset();
+  EXPECT_THROW_WITH(dist::TCPStore("127.0.0.1", port, false, std::chrono::milliseconds(200)),
+                    "TCPStore: could not reach the master at 127.0.0.1:" + std::to_string(port));
+}
