@@ -1,4 +1,4 @@
-// The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch),
+// The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch), `kiln tune`,
 // `kiln info` (version, backends, cache) and `kiln cache clear`. Argument errors are reported by
 // CLI11 with exit status 105/106 (see --help).
 #include <kiln/kiln.h>
@@ -8,6 +8,7 @@
 
 #include "cli/bench.h"
 #include "cli/train.h"
+#include "cli/tune.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
 #include "runtime/cuda/driver.h"
@@ -105,6 +106,20 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
+  bench_cmd->add_flag("--tuned", bench.tuned,
+                      "Add a column: kiln lazy with the tuning database's schedules (kiln lazy itself ignores them)");
+
+  kiln::cli::TuneOptions tune;
+  CLI::App* tune_cmd = app.add_subcommand("tune", "Search faster kernel schedules for a workload or a program");
+  tune_cmd->add_option("--workload", tune.workloads, "A `kiln bench` workload (repeatable)");
+  tune_cmd->add_flag("--all", tune.all, "Every `kiln bench` workload");
+  tune_cmd->add_option("--budget", tune.budget, "Seconds in all")->check(CLI::PositiveNumber)->capture_default_str();
+  tune_cmd->add_option("--jobs", tune.jobs, "Candidates compiling at once (0: the cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  tune_cmd->add_flag("--report", tune.report, "Print the tuning database (after tuning, if asked to tune)");
+  tune_cmd->add_option("program", tune.program, "-- PROGRAM ARGS: a program to run, record and tune");
+
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");
   CLI::App* cache_cmd = app.add_subcommand("cache", "Manage the kernel cache");
   cache_cmd->require_subcommand(1);
@@ -114,6 +129,7 @@ int main(int argc, char** argv) {
   try {
     if (*train_cmd) return kiln::cli::train(train);
     if (*bench_cmd) return kiln::cli::bench(bench);
+    if (*tune_cmd) return kiln::cli::tune(tune);
     if (*info_cmd) print_info();
     if (*clear_cmd) {
       const double mib = double(kiln::cache_size_bytes()) / (1 << 20);
