@@ -138,7 +138,9 @@ TEST(TuneChild, Program) {
     EXPECT_EQ(s.kernels_tuned_used, 1);
     EXPECT_EQ(s.kernels_compiled, 0);
   }
-  if (mode == "hand") EXPECT_EQ(s.kernels_tuned_used, 0);
+  if (mode == "hand") {
+    EXPECT_EQ(s.kernels_tuned_used, 0);
+  }
 }
 
 TEST(Tune, ALaterProcessUsesTheTunedKernel) {

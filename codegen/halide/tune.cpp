@@ -205,7 +205,7 @@ void compile_all(const Kernel& k, std::vector<Built>& built, int jobs, Clock::ti
 std::mutex g_mutex;  // what follows, and the tuned kernels by key
 std::function<void(const TuneProgress&)> g_progress;
 std::function<void(std::vector<BufferPtr>&)> g_candidate_hook;
-double g_margin = TuneOptions().margin;
+double g_margin = TuneOptions().margin, g_below_us = TuneOptions().below_us;
 std::set<std::string> g_seen;  // key and bucket of each kernel recorded or tuned in this process
 int g_done = 0;
 struct TunedFn {
@@ -241,6 +241,16 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   record.bucket = size_bucket(k);
   record.kernel = describe(k);
   record.schedule = "hand";
+  const std::vector<BufferPtr> reference = run_detached(k, hand);
+  run_detached(k, hand);  // warm
+  const double hand_us = median_us(k, hand, 5);
+  record.hand_us = record.tuned_us = hand_us;
+  if (hand_us < options.below_us) {  // a launch's own cost: no schedule would show
+    record.seconds = seconds_since(start);
+    tuning_db().store(record);
+    stats_add(&Stats::kernels_tuned, 1);
+    return record;
+  }
   std::vector<Built> built;
   for (const ScheduleChoice& c : candidates(k))
     built.push_back({c, tuned_kernel_key(key, record.bucket, c.text()), {}, false, "", 0, 0});
@@ -249,9 +259,6 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   compile_all(k, built, std::max(1, options.jobs),
               start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.5)),
               std::max(budget, 20.0));
-  const std::vector<BufferPtr> reference = run_detached(k, hand);
-  run_detached(k, hand);  // warm
-  const double hand_us = median_us(k, hand, 5);
   // Each compiled candidate gets runs worth a share of a quarter of the budget (3 to 50).
   size_t compiled = 0;
   for (const Built& b : built) compiled += b.ok;
@@ -305,7 +312,6 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
 
   // The finalists and the hand schedule in turns, rounds of a few runs each, until the budget is
   // spent (5 to 30 rounds); each finalist's figure is its median ratio to the hand schedule.
-  record.hand_us = record.tuned_us = hand_us;
   if (!passed.empty()) {
     std::vector<std::vector<double>> ratios(passed.size()), times(passed.size());
     std::vector<double> hand_times;
@@ -326,7 +332,9 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
       if (median(ratios[f]) < median(ratios[best])) best = f;
     record.hand_us = median(hand_times);
     record.tuned_us = record.hand_us;
-    if (median(ratios[best]) <= options.margin) {
+    // Faster by the margin both round by round (the median ratio) and overall (the median times):
+    // on a busy machine the two can disagree, and then the hand schedule stays.
+    if (median(ratios[best]) <= options.margin && median(times[best]) <= record.hand_us * options.margin) {
       record.schedule = passed[best]->choice.text();
       record.tuned_us = median(times[best]);
       kernel_cache().store_candidate(passed[best]->key, passed[best]->candidate);
@@ -387,6 +395,7 @@ void tune_before_launch(const Kernel& k, const std::string& key, KernelFn hand) 
     if (!g_seen.insert(key + "\n" + bucket).second) return;
     options.after_candidate_run = g_candidate_hook;
     options.margin = g_margin;
+    options.below_us = g_below_us;
   }
   const bool known = tuning_db().find(key, bucket).has_value();
   if (const std::string& path = config().tune_record; !path.empty()) {
@@ -419,6 +428,7 @@ void reset_tune_session() {
 void set_tune_testing(double margin, std::function<void(std::vector<BufferPtr>&)> after_candidate_run) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_margin = margin;
+  g_below_us = 0;
   g_candidate_hook = std::move(after_candidate_run);
 }
 

@@ -36,6 +36,8 @@ struct TuneOptions {
   // A candidate is kept if its time, interleaved with the hand schedule's, is at most this
   // fraction of it: closer is noise on a shared machine.
   double margin = 0.97;
+  // A kernel whose hand schedule takes less (microseconds) is left as it is: its time is the launch's.
+  double below_us = 2;
   // Tests: called on each candidate's output buffers after it ran, before they are checked.
   std::function<void(std::vector<BufferPtr>&)> after_candidate_run;
 };
@@ -52,7 +54,7 @@ void set_tune_progress(std::function<void(const TuneProgress&)> report);
 // Forgets which kernels this process has recorded or tuned (`kiln tune` records a workload, then
 // runs it again to tune what it recorded).
 void reset_tune_session();
-// Tests: the margin and hook tune_before_launch tunes with (TuneOptions).
+// Tests: the margin and hook tune_before_launch tunes with (TuneOptions), every kernel however short.
 void set_tune_testing(double margin, std::function<void(std::vector<BufferPtr>&)> after_candidate_run);
 
 // One line of a KILN_TUNE_RECORD file: "<bucket> <known> <kernel>", known 1 when the database
