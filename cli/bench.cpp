@@ -80,8 +80,9 @@ void set_benchmark_flags(const BenchOptions& o) {
   benchmark::Initialize(&argc, argv.data());
 }
 
-Side run_kiln(const BenchOptions& o, bool lazy, int threads, std::vector<std::string>& order) {
-  const std::string side = std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t";
+Side run_kiln(const BenchOptions& o, const std::string& kind, int threads, std::vector<std::string>& order) {
+  const bool lazy = kind != "kiln eager";
+  const std::string side = kind + " " + std::to_string(threads) + "t";
   std::fprintf(stderr, "running %s in this process\n", side.c_str());
   Collector collector(side, order);
   set_lazy(lazy);
@@ -252,14 +253,18 @@ Limits machine_limits(const Sides& sides) {
 
 struct Row {
   std::string workload;
-  Best libtorch, eager, lazy;
+  Best libtorch, eager, lazy, tuned;
   std::optional<double> floor_ms, launches;
 };
 
 Row make_row(const Sides& sides, const Limits& limits, const std::string& name) {
-  Row row{
-      name, best_of(sides, "libtorch", name), best_of(sides, "kiln eager", name), best_of(sides, "kiln lazy", name), {},
-      {}};
+  Row row{name,
+          best_of(sides, "libtorch", name),
+          best_of(sides, "kiln eager", name),
+          best_of(sides, "kiln lazy", name),
+          best_of(sides, "kiln tuned", name),
+          {},
+          {}};
   const Measurement& lazy = *row.lazy.m;
   row.launches = lazy.counter("launches");
   if (auto bytes = lazy.counter("bytes"); bytes && limits.bandwidth) row.floor_ms = *bytes / *limits.bandwidth * 1e3;
@@ -288,16 +293,20 @@ void print_table(const Limits& limits, const std::vector<Row>& rows, const std::
   std::printf("\nMachine: %s\n", limits.machine.c_str());
   std::printf("Machine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
               cell(ratio(limits.bandwidth, 1e9), "%.1f").c_str(), cell(limits.gflops, "%.0f").c_str());
+  const bool tuned = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.tuned.m; });
   std::printf(
-      "| workload | libtorch (ms, best threads) | kiln eager | kiln lazy | libtorch / kiln lazy | floor (ms) "
-      "| share of floor | kernels per step |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| workload | libtorch (ms, best threads) | kiln eager | kiln lazy |%s libtorch / kiln lazy | floor (ms) "
+      "| share of floor | kernels per step |\n| --- | --- | --- | --- |%s --- | --- | --- | --- |\n",
+      tuned ? " kiln tuned (gain) |" : "", tuned ? " --- |" : "");
   auto timed = [](const Best& b) { return b.m ? cell(b.ms()) + " (" + b.threads + ")" : std::string("-"); };
   for (const Row& r : rows) {
     const auto speedup = ratio(r.libtorch.ms(), r.lazy.ms()), share = ratio(r.floor_ms, r.lazy.ms());
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.workload.c_str(), timed(r.libtorch).c_str(),
-                timed(r.eager).c_str(), timed(r.lazy).c_str(), speedup ? (cell(speedup, "%.2f") + "x").c_str() : "-",
-                cell(r.floor_ms).c_str(), share ? (cell(*share * 100, "%.0f") + "%").c_str() : "-",
-                cell(r.launches, "%.0f").c_str());
+    const std::string tuned_cell =
+        tuned ? " " + timed(r.tuned) + " " + cell(ratio(r.lazy.ms(), r.tuned.ms()), "%.2f") + "x |" : "";
+    std::printf("| %s | %s | %s | %s |%s %s | %s | %s | %s |\n", r.workload.c_str(), timed(r.libtorch).c_str(),
+                timed(r.eager).c_str(), timed(r.lazy).c_str(), tuned_cell.c_str(),
+                speedup ? (cell(speedup, "%.2f") + "x").c_str() : "-", cell(r.floor_ms).c_str(),
+                share ? (cell(*share * 100, "%.0f") + "%").c_str() : "-", cell(r.launches, "%.0f").c_str());
   }
   std::printf("\nchecks: %s\n", problems.empty() ? "all sides agree, nothing compiled while timed" : "PROBLEMS");
   for (const auto& p : problems) std::printf("  %s\n", p.c_str());
@@ -319,6 +328,8 @@ void write_json(const std::string& path, const Sides& sides, const Limits& limit
                             {"kiln_eager_threads", r.eager.threads},
                             {"kiln_lazy_ms", to_json(r.lazy.ms())},
                             {"kiln_lazy_threads", r.lazy.threads},
+                            {"kiln_tuned_ms", to_json(r.tuned.ms())},
+                            {"kiln_tuned_threads", r.tuned.threads},
                             {"ratio", to_json(ratio(r.libtorch.ms(), r.lazy.ms()))},
                             {"floor_ms", to_json(r.floor_ms)},
                             {"share_of_floor", to_json(ratio(r.floor_ms, r.lazy.ms()))},
@@ -361,6 +372,7 @@ int bench(const BenchOptions& o) {
   const std::vector<int> thread_counts = o.threads > 0 ? std::vector<int>{o.threads} : std::vector<int>{1, 2};
   set_benchmark_flags(o);
   const int saved_threads = get_num_threads();
+  const bool saved_use_tuned = config().use_tuned;
   std::vector<std::string> order;
   std::map<std::string, std::map<std::string, std::vector<Measurement>>> rounds;  // side -> workload -> runs
   auto keep = [&](const std::string& side, Side results) {
@@ -368,14 +380,16 @@ int bench(const BenchOptions& o) {
   };
   for (int round = 1; round <= o.repetitions; ++round) {
     if (o.repetitions > 1) std::fprintf(stderr, "round %d of %d\n", round, o.repetitions);
-    for (bool lazy : {true, false}) {
-      if (!lazy && o.no_eager) continue;
+    for (const std::string kind : {"kiln lazy", "kiln tuned", "kiln eager"}) {
+      if ((kind == "kiln eager" && o.no_eager) || (kind == "kiln tuned" && !o.tuned)) continue;
+      // With a tuned side, kiln lazy runs the hand schedules.
+      config().use_tuned = kind == "kiln tuned" || (kind == "kiln lazy" && !o.tuned);
       for (int threads : thread_counts) {
         set_num_threads(threads);
-        keep(std::string(lazy ? "kiln lazy " : "kiln eager ") + std::to_string(threads) + "t",
-             run_kiln(o, lazy, threads, order));
+        keep(kind + " " + std::to_string(threads) + "t", run_kiln(o, kind, threads, order));
       }
     }
+    config().use_tuned = saved_use_tuned;
     set_num_threads(saved_threads);
     if (!libtorch.empty())
       for (int threads : thread_counts)

@@ -18,6 +18,8 @@ struct BenchOptions {
   bool no_libtorch = false;
   bool no_eager = false;
   int threads = 0;  // threads of every side; 0: each side at 1 and at 2 threads, its best kept
+  // A "kiln tuned" side (the tuning database's schedules); kiln lazy then runs the hand ones.
+  bool tuned = false;
 };
 
 // Returns the process exit status: 1 when the sides disagree on a workload's check value or a

@@ -1,6 +1,6 @@
 // The kiln command: `kiln train` (Fashion-MNIST), `kiln bench` (side by side with libtorch),
-// `kiln launch` (the ranks of a data-parallel job), `kiln info` (version, backends, cache) and
-// `kiln cache clear`. Argument errors are reported by
+// `kiln tune`, `kiln launch` (the ranks of a data-parallel job), `kiln info` (version, backends,
+// cache) and `kiln cache clear`. Argument errors are reported by
 // CLI11 with exit status 105/106 (see --help).
 #include <kiln/kiln.h>
 
@@ -10,6 +10,7 @@
 #include "cli/bench.h"
 #include "cli/launch.h"
 #include "cli/train.h"
+#include "cli/tune.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
 #include "runtime/cuda/driver.h"
@@ -131,6 +132,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
   launch_cmd->add_option("command", launch.command, "PROGRAM ARGS (after --)")->required();
+  bench_cmd->add_flag("--tuned", bench.tuned,
+                      "Add a column: kiln lazy with the tuning database's schedules (kiln lazy itself ignores them)");
+
+  kiln::cli::TuneOptions tune;
+  CLI::App* tune_cmd = app.add_subcommand("tune", "Search faster kernel schedules for a workload or a program");
+  tune_cmd->add_option("--workload", tune.workloads, "A `kiln bench` workload (repeatable)");
+  tune_cmd->add_flag("--all", tune.all, "Every `kiln bench` workload");
+  tune_cmd->add_option("--budget", tune.budget, "Seconds in all")->check(CLI::PositiveNumber)->capture_default_str();
+  tune_cmd->add_option("--jobs", tune.jobs, "Candidates compiling at once (0: the cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  tune_cmd->add_flag("--report", tune.report, "Print the tuning database (after tuning, if asked to tune)");
+  tune_cmd->add_option("program", tune.program, "-- PROGRAM ARGS: a program to run, record and tune");
 
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");
   CLI::App* cache_cmd = app.add_subcommand("cache", "Manage the kernel cache");
@@ -142,6 +156,7 @@ int main(int argc, char** argv) {
     if (*train_cmd) return kiln::cli::train(train);
     if (*bench_cmd) return kiln::cli::bench(bench);
     if (*launch_cmd) return kiln::cli::launch(launch);
+    if (*tune_cmd) return kiln::cli::tune(tune);
     if (*info_cmd) print_info();
     if (*clear_cmd) {
       const double mib = double(kiln::cache_size_bytes()) / (1 << 20);

@@ -34,6 +34,15 @@ struct Config {
   // KILN_DISTRIBUTED_DEBUG=1: before each collective the ranks compare its name, shape and dtype,
   // and fail naming both where they differ (one small all-gather more per collective).
   bool distributed_debug = false;
+  // Tuning (`kiln tune`, codegen/halide/tune.h). KILN_TUNED=0: flushes ignore the tuning database
+  // and run every kernel with its hand schedule.
+  bool use_tuned = true;
+  // KILN_TUNE_RECORD: a file where each kernel launched is listed once with its size bucket.
+  std::string tune_record;
+  // KILN_TUNE_SECONDS: above 0, each kernel not yet in the tuning database is tuned before its
+  // first launch, for about this long; KILN_TUNE_JOBS candidates compile at once (0: the cores).
+  double tune_seconds = 0;
+  int tune_jobs = 0;
 };
 Config& config();
 

@@ -95,7 +95,8 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " kernels_loaded=" << s.kernels_loaded << " kernel_cache_hits=" << s.kernel_cache_hits
             << " compile_ms=" << s.compile_ms << " kernels_failed=" << s.kernels_failed
             << " allocator_mallocs=" << s.allocator_mallocs << " allocator_hits=" << s.allocator_hits
-            << " cuda_host_fallbacks=" << s.cuda_host_fallbacks;
+            << " cuda_host_fallbacks=" << s.cuda_host_fallbacks << " kernels_tuned_used=" << s.kernels_tuned_used
+            << " kernels_tuned=" << s.kernels_tuned;
 }
 
 }  // namespace kiln

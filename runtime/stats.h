@@ -19,6 +19,8 @@ struct Stats {
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
   int64_t cuda_host_fallbacks = 0;  // CUDA kernels run on the host (no CUDA source yet), copied both ways
+  int64_t kernels_tuned_used = 0;   // kernels a flush ran with a tuned schedule (tuning database)
+  int64_t kernels_tuned = 0;        // kernels `kiln tune` measured in this process
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

@@ -11,6 +11,7 @@
 #include "codegen/halide/compile_queue.h"
 #include "codegen/halide/kernel_cache.h"
 #include "codegen/halide/launcher.h"
+#include "codegen/halide/tune.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/parallel.h"
@@ -27,8 +28,10 @@ class HalideBackend final : public Backend {
   const char* name() const override { return "halide"; }
 
   void run(const fusion::Partition& partition) override {
-    const std::vector<KernelFn> fns = prepare(partition);
+    std::vector<KernelFn> fns = prepare(partition);
+    halide::use_tuned_kernels(partition, fns);
     for (size_t i = 0; i < partition.kernels.size(); ++i) {
+      if (halide::tuning()) halide::tune_before_launch(partition.kernels[i], partition.keys[i], fns[i]);
       run(partition.kernels[i], fns[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }

@@ -34,6 +34,8 @@ std::string module_path() {
 
 struct Module {
   int (*compile_kernel)(const fusion::Kernel*, const char*, const char*, const char*, char*, size_t);
+  int (*compile_kernel_scheduled)(const fusion::Kernel*, const char*, const char*, const char*, const char*, char*,
+                                  size_t);
   int (*compile_runtime)(const char*, char*, size_t);
   int (*target_name)(char*, size_t);
 };
@@ -59,6 +61,7 @@ Module load() {
   KILN_CHECK(abi == kCompilerAbi, "halide: the compiler module ", path, " belongs to another build of kiln (abi ", abi,
              ", expected ", kCompilerAbi, ")");
   Module m{symbol<decltype(Module::compile_kernel)>(handle, "kiln_halide_compile_kernel"),
+           symbol<decltype(Module::compile_kernel_scheduled)>(handle, "kiln_halide_compile_kernel_scheduled"),
            symbol<decltype(Module::compile_runtime)>(handle, "kiln_halide_compile_runtime"),
            symbol<decltype(Module::target_name)>(handle, "kiln_halide_target_name")};
   const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -108,6 +111,15 @@ void compile_kernel_object(const fusion::Kernel& kernel, const std::string& name
   char error[4096] = "";
   [[maybe_unused]] const OutsideTsan outside;
   check(module().compile_kernel(&kernel, name.c_str(), object_path.c_str(), dump_dir.c_str(), error, sizeof error),
+        error);
+}
+
+void compile_kernel_object(const fusion::Kernel& kernel, const std::string& schedule, const std::string& name,
+                           const std::string& object_path, const std::string& dump_dir) {
+  char error[4096] = "";
+  [[maybe_unused]] const OutsideTsan outside;
+  check(module().compile_kernel_scheduled(&kernel, schedule.c_str(), name.c_str(), object_path.c_str(),
+                                          dump_dir.c_str(), error, sizeof error),
         error);
 }
 

@@ -25,6 +25,9 @@ constexpr uint64_t kCompilerAbi = uint64_t(sizeof(fusion::Kernel)) << 48 | uint6
 // Compiles `kernel` to an object file exporting `<name>_argv` (compiler_module.cpp); throws kiln::Error.
 void compile_kernel_object(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,
                            const std::string& dump_dir);
+// The same with the schedule `schedule` names (ScheduleChoice::text(), schedule_params.h).
+void compile_kernel_object(const fusion::Kernel& kernel, const std::string& schedule, const std::string& name,
+                           const std::string& object_path, const std::string& dump_dir);
 // Compiles the Halide runtime that every kernel resolves against.
 void compile_runtime_object(const std::string& object_path);
 // Halide's name for the target kernels are compiled for (loads the module).

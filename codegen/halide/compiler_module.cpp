@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <exception>
 
+#include "codegen/halide/autoschedule.h"
 #include "codegen/halide/compiler.h"
 #include "codegen/halide/lower_kernel.h"
 #include "codegen/halide/ops.h"
 #include "codegen/halide/schedule.h"
+#include "codegen/halide/schedule_params.h"
 #include "runtime/error.h"
 
 #define KILN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -39,21 +41,26 @@ namespace {
 
 using namespace Halide;
 
-// The kernel's Funcs, scheduled: its pipeline.
-Pipeline lower_and_schedule(Lowering& L) {
+// The kernel's Funcs, scheduled as `choice` says: its pipeline.
+Pipeline lower_and_schedule(Lowering& L, const ScheduleChoice& choice) {
+  const bool by_hand = choice.kind == ScheduleChoice::Kind::Params;
+  const ScopedScheduleParams params(choice.params);  // read by lowering (reduction.cpp) and schedule.cpp
+  Pipeline p;
   if (L.k.row_kernel()) {
     RowFuncs f = lower_rows(L);
-    schedule_row_kernel(L, f);
-    return Pipeline(f.outputs());
-  }
-  if (L.k.kind == fusion::Kernel::Kind::Reduction) {
+    if (by_hand) schedule_row_kernel(L, f);
+    p = Pipeline(f.outputs());
+  } else if (L.k.kind == fusion::Kernel::Kind::Reduction) {
     ReductionFuncs f = lower_reduction(L);
-    schedule_reduction_kernel(L, f);
-    return Pipeline(f.out);
+    if (by_hand) schedule_reduction_kernel(L, f);
+    p = Pipeline(f.out);
+  } else {
+    PointwiseFuncs f = lower_pointwise(L);
+    if (by_hand) schedule_pointwise_kernel(L, f);
+    p = Pipeline(f.outputs);
   }
-  PointwiseFuncs f = lower_pointwise(L);
-  schedule_pointwise_kernel(L, f);
-  return Pipeline(f.outputs);
+  if (!by_hand) autoschedule(L, p, choice);
+  return p;
 }
 
 // Outputs are contiguous buffers at min 0 (backend.cpp): their strides follow from their extents,
@@ -88,11 +95,11 @@ std::string target_name() { return kernel_target().without_feature(Target::NoRun
 
 // Compiles `kernel` to `object_path` as function `name`; also writes the lowered statement to
 // `dump_dir` when it is not empty. Throws kiln::Error on failure.
-void compile_kernel(const fusion::Kernel& kernel, const std::string& name, const std::string& object_path,
-                    const std::string& dump_dir) {
+void compile_kernel(const fusion::Kernel& kernel, const ScheduleChoice& choice, const std::string& name,
+                    const std::string& object_path, const std::string& dump_dir) {
   try {
     Lowering L(kernel);
-    Pipeline p = lower_and_schedule(L);
+    Pipeline p = lower_and_schedule(L, choice);
     const ClearStrideConstraints clear{p};
     for (Func f : p.outputs()) constrain_output(kernel, f);
     // The statement first: it is what to read when compiling fails or hangs.
@@ -119,7 +126,15 @@ KILN_EXPORT uint64_t kiln_halide_compiler_abi() { return kCompilerAbi; }
 KILN_EXPORT int kiln_halide_compile_kernel(const kiln::fusion::Kernel* kernel, const char* name,
                                            const char* object_path, const char* dump_dir, char* error,
                                            size_t error_size) {
-  return guarded(error, error_size, [&] { compile_kernel(*kernel, name, object_path, dump_dir); });
+  return guarded(error, error_size, [&] { compile_kernel(*kernel, ScheduleChoice{}, name, object_path, dump_dir); });
+}
+
+// As kiln_halide_compile_kernel, with the schedule `schedule` names (ScheduleChoice::text()).
+KILN_EXPORT int kiln_halide_compile_kernel_scheduled(const kiln::fusion::Kernel* kernel, const char* schedule,
+                                                     const char* name, const char* object_path, const char* dump_dir,
+                                                     char* error, size_t error_size) {
+  return guarded(error, error_size,
+                 [&] { compile_kernel(*kernel, ScheduleChoice::parse(schedule), name, object_path, dump_dir); });
 }
 
 KILN_EXPORT int kiln_halide_compile_runtime(const char* object_path, char* error, size_t error_size) {

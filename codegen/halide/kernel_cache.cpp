@@ -53,11 +53,13 @@ int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int
   return loop.result.load();
 }
 
+std::string symbol_name(const std::string& key) { return "kiln_" + std::to_string(fnv1a64(key.data(), key.size())); }
+
 }  // namespace
 
-KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& key) {
+KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& key, const std::string& schedule) {
   try {
-    return load_or_build(k, key);
+    return load_or_build(k, key, schedule);
   } catch (const Error& e) {
     log().error("{}; running this kernel on the interpreter", e.what());
     stats_add(&Stats::kernels_failed, 1);
@@ -65,8 +67,8 @@ KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& 
   }
 }
 
-KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key) {
-  const std::string name = "kiln_" + std::to_string(fnv1a64(key.data(), key.size()));
+KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key, const std::string& schedule) {
+  const std::string name = symbol_name(key);
   if (auto path = cache().find(key, ".so")) {
     ensure_runtime();
     if (KernelFn fn = open(*path, name)) {
@@ -78,11 +80,8 @@ KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key) {
     std::filesystem::remove(*path);
   }
   const auto start = std::chrono::steady_clock::now();
-  const std::string object = cache().temp_path(".o"), shared = cache().temp_path(".so");
-  const std::string& dump = config().dump_dir;
-  if (!dump.empty()) std::filesystem::create_directories(dump);
-  compile_kernel_object(k, name, object, dump);
-  link(object, shared);
+  const std::string shared = cache().temp_path(".so");
+  compile(k, schedule, name, shared);
   const std::string path = cache().store(key, ".so", shared);
   ensure_runtime();
   KernelFn fn = open(path, name);
@@ -93,6 +92,29 @@ KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key) {
   stats_add(&Stats::compile_ms, ms);
   log().debug("compiled kernel {} in {} ms: {}", name, ms, key);
   return fn;
+}
+
+void KernelCache::compile(const Kernel& k, const std::string& schedule, const std::string& name,
+                          const std::string& shared) {
+  const std::string object = cache().temp_path(".o");
+  const std::string& dump = config().dump_dir;
+  if (!dump.empty()) std::filesystem::create_directories(dump);
+  if (schedule.empty())
+    compile_kernel_object(k, name, object, dump);
+  else
+    compile_kernel_object(k, schedule, name, object, dump);
+  link(object, shared);
+}
+
+KernelCache::Candidate KernelCache::build_candidate(const Kernel& k, const std::string& key,
+                                                    const std::string& schedule) {
+  Candidate c;
+  c.path = cache().temp_path(".so");
+  compile(k, schedule, symbol_name(key), c.path);
+  ensure_runtime();
+  c.fn = open(c.path, symbol_name(key));
+  KILN_CHECK(c.fn, "halide: could not load the candidate kernel just built at ", c.path, ": ", dlerror());
+  return c;
 }
 
 // By the linker itself: through the c++ driver a link took ~50 ms of a kernel's ~200 (start-up

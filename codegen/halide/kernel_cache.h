@@ -24,8 +24,19 @@ class KernelCache {
   bool on_disk(const std::string& key) { return cache().find(key, ".so").has_value(); }
 
   // Loads the kernel from disk, else builds and stores it (on any thread). A kernel that cannot
-  // be built is logged and gives null: it runs on the interpreter.
-  KernelFn load_or_build_or_null(const fusion::Kernel& k, const std::string& key);
+  // be built is logged and gives null: it runs on the interpreter. `schedule` (ScheduleChoice::text(),
+  // schedule_params.h) builds a tuned kernel; its key must say so (tune.h).
+  KernelFn load_or_build_or_null(const fusion::Kernel& k, const std::string& key, const std::string& schedule = "");
+
+  // A tuning candidate: `k` built with `schedule` into a temporary file (`path`), not the cache,
+  // and loaded; its symbol is the one `key` names, so that store_candidate can keep it. Throws kiln::Error.
+  struct Candidate {
+    KernelFn fn = nullptr;
+    std::string path;
+  };
+  Candidate build_candidate(const fusion::Kernel& k, const std::string& key, const std::string& schedule);
+  // Moves a candidate's file into the disk cache as the entry for `key`.
+  void store_candidate(const std::string& key, const Candidate& c) { cache().store(key, ".so", c.path); }
 
   bool runtime_ready() const { return runtime_ready_; }
   // Loads the shared runtime, building it first into the disk cache if need be. In the compiling
@@ -33,7 +44,9 @@ class KernelCache {
   void ensure_runtime_or_log();
 
  private:
-  KernelFn load_or_build(const fusion::Kernel& k, const std::string& key);
+  KernelFn load_or_build(const fusion::Kernel& k, const std::string& key, const std::string& schedule);
+  void compile(const fusion::Kernel& k, const std::string& schedule, const std::string& name,
+               const std::string& shared);
   static void link(const std::string& object, const std::string& shared);
   static KernelFn open(const std::string& path, const std::string& name);
   void ensure_runtime();

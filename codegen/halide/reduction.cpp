@@ -4,6 +4,7 @@
 
 #include "codegen/halide/ops.h"
 #include "codegen/halide/schedule.h"
+#include "codegen/halide/schedule_params.h"
 
 namespace kiln::codegen::halide {
 namespace {
@@ -36,7 +37,7 @@ class AccumulatorDefinition {
     bool numeric = true;
     for (int j : A.reduces) numeric &= !value_type(k.nodes[j].node->dtype).is_bool();
     A.lanes = k.reduced.back() && numeric && !k.narrow_rows();
-    A.width = 2 * native_lanes();
+    A.width = schedule_params().reduction_vectors * native_lanes();
     inner_extent = L.extents[rank - 1];
     whole = inner_extent / A.width * A.width;
     lhs.assign(vars.begin(), vars.end());
@@ -70,12 +71,12 @@ class AccumulatorDefinition {
  private:
   // A whole domain that is not one flat run of vectors: chunks of rows of dim 0, partial(u, c) in
   // lanes or partial(c), so that chunks run in parallel and each accumulator sums a bounded run
-  // (about kChunkSteps values per lane or scalar); then the chunks are combined.
+  // (about ScheduleParams::chunk_steps values per lane or scalar); then the chunks are combined.
   void reduce_chunks_of_rows() {
     A.chunked = true;
     Expr row_elements = 1;
     for (size_t d = 1; d < rank; ++d) row_elements = row_elements * L.extents[d];
-    const Expr rows_per_chunk = max(1, Accumulator::kChunkSteps * (A.lanes ? A.width : 1) / max(row_elements, 1));
+    const Expr rows_per_chunk = max(1, schedule_params().chunk_steps * (A.lanes ? A.width : 1) / max(row_elements, 1));
     const Expr chunks = (L.extents[0] + rows_per_chunk - 1) / rows_per_chunk;
     RDom r = reduced_domain(Range(0, inner_extent / A.width), Range(0, rows_per_chunk));
     r.where(A.chunk * rows_per_chunk + r[int(rank) - 1] < L.extents[0]);
@@ -91,7 +92,7 @@ class AccumulatorDefinition {
     combine_partials(from, r);
   }
 
-  // Rows in lanes. A whole flat domain (chunked) splits its steps into chunks c of kChunkSteps:
+  // Rows in lanes. A whole flat domain (chunked) splits its steps into chunks c of ScheduleParams::chunk_steps:
   // partial(u, c), so that the chunks run in parallel; then every chunk's lanes are combined.
   void reduce_rows_in_lanes() {
     A.chunked = rank == 1;
@@ -101,9 +102,9 @@ class AccumulatorDefinition {
     const Expr whole_steps = inner_extent / A.width;
     if (A.chunked) {
       p_lhs.push_back(A.chunk);
-      const Expr first_step = A.chunk * Accumulator::kChunkSteps;
-      r = define_lanes(p_lhs, first_step, whole_steps - first_step, Accumulator::kChunkSteps);
-      combined = RDom(0, A.width, 0, (whole_steps + Accumulator::kChunkSteps - 1) / Accumulator::kChunkSteps);
+      const Expr first_step = A.chunk * schedule_params().chunk_steps;
+      r = define_lanes(p_lhs, first_step, whole_steps - first_step, schedule_params().chunk_steps);
+      combined = RDom(0, A.width, 0, (whole_steps + schedule_params().chunk_steps - 1) / schedule_params().chunk_steps);
       from = {combined.x, combined.y};
     } else {
       p_lhs.insert(p_lhs.end(), vars.begin(), vars.end());

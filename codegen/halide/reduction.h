@@ -29,7 +29,6 @@ namespace kiln::codegen::halide {
 // adding 2^20 values of 0.1 in sequence was 1.5e-4 off; blocked, 2^24 values of 0.1f sum to
 // within 6e-7 of the exact value (libtorch: 9e-7).
 struct Accumulator {
-  static constexpr int kChunkSteps = 1024;
   static constexpr int kBlockSteps = 64;
   static constexpr int kColumnBlock = 64;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/halide/ops.h"
+#include "codegen/halide/schedule_params.h"
 
 namespace kiln::codegen::halide {
 
@@ -23,6 +24,7 @@ namespace {
 // arithmetic stays at the native width: at 16 lanes the CNN's copy and batch-norm kernels ran up
 // to 2x slower (not looked into; their rows of 28 and 14 elements would end in longer tails).
 int element_lanes(const fusion::Kernel& k) {
+  if (schedule_params().element_lanes > 0) return schedule_params().element_lanes;
   const int native = native_lanes();
   for (const auto& kn : k.nodes) {
     if (float32_polynomial(kn.node->op) && kn.node->dtype == kFloat) return std::max(native, std::min(4 * native, 32));
@@ -30,8 +32,9 @@ int element_lanes(const fusion::Kernel& k) {
   return native;
 }
 
-// Below this many elements a kernel runs on the calling thread: waking the pool costs more.
-constexpr int kSerialBelow = 1 << 16;
+// Below this many elements a kernel runs on the calling thread: waking the pool costs more
+// (ScheduleParams::serial_below, 1 << 16 by hand).
+int serial_below() { return schedule_params().serial_below; }
 
 Expr product(const std::vector<Param<int32_t>>& extents) {
   Expr n = 1;
@@ -39,14 +42,15 @@ Expr product(const std::vector<Param<int32_t>>& extents) {
   return n;
 }
 
-// Parallel over `v` (an outermost loop) in tasks of at least kTaskElements elements, `per_iteration`
+// Parallel over `v` (an outermost loop) in tasks of at least task_elements() elements, `per_iteration`
 // elements to an iteration: with Halide's pool, which took a lock per task, a task per row of 512
 // floats made a row sum or a broadcast add 2-3x slower than the same work in chunks (kiln's pool,
 // runtime/parallel.h, now runs them: a task there is a call and a shared counter's increment).
-constexpr int kTaskElements = 1 << 14;
+// (ScheduleParams::task_elements, 1 << 14 by hand)
+int task_elements() { return schedule_params().task_elements; }
 void parallel_tasks(Stage s, const Var& v, Expr per_iteration) {
   Var task("task");
-  s.split(v, task, v, max(1, kTaskElements / max(per_iteration, 1)), TailStrategy::GuardWithIf).parallel(task);
+  s.split(v, task, v, max(1, task_elements() / max(per_iteration, 1)), TailStrategy::GuardWithIf).parallel(task);
 }
 
 // Rows (the innermost dim) in the widest vectors that fit, the last one shifted inwards: a
@@ -61,20 +65,20 @@ Var vector_loop() { return Var("xv"); }
 void schedule_rows_in_vectors(Func f, const std::vector<Var>& vars, int vec, Expr elements, Expr row,
                               Expr outer_extent) {
   if (vars.size() >= 2) {
-    vectorize_rows(f.specialize(elements < kSerialBelow), vars[0], row, vec);
+    vectorize_rows(f.specialize(elements < serial_below()), vars[0], row, vec);
     parallel_tasks(f, vars.back(), elements / outer_extent);
     vectorize_rows(f, vars[0], row, vec);
     return;
   }
   // Both branches loop over vectors in `vector_loop()`, where shared values are computed.
   Var lane("lane");
-  f.specialize(elements < kSerialBelow)
+  f.specialize(elements < serial_below())
       .split(vars[0], vector_loop(), lane, vec, TailStrategy::GuardWithIf)
       .vectorize(lane);
-  // The kernel has at least kSerialBelow elements here, so shifting the last chunk and vector
+  // The kernel has at least serial_below() elements here, so shifting the last chunk and vector
   // inwards stays in bounds; a guarded tail costs masked loads in every vector.
   Var outer("xo"), inner("xi");
-  f.split(vars[0], outer, inner, 1 << 14, TailStrategy::ShiftInwards)
+  f.split(vars[0], outer, inner, task_elements(), TailStrategy::ShiftInwards)
       .parallel(outer)
       .split(inner, vector_loop(), lane, vec, TailStrategy::ShiftInwards)
       .vectorize(lane);
@@ -86,9 +90,9 @@ void schedule_rows_in_vectors(Func f, const std::vector<Var>& vars, int vec, Exp
 // 80 s to compile in 32x32 tiles (2.3 ms a run), 8.7 s in 16x16 (1.5-2.0 ms), 1.4 s in 8x8 on
 // AVX2 (1.4-1.5 ms).
 void schedule_tiles(Func f, const std::vector<Var>& vars, Expr elements, Expr row) {
-  const int vec = native_lanes();
+  const int vec = schedule_params().tile > 0 ? schedule_params().tile : native_lanes();
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-  for (Stage s : {Stage(f.specialize(elements < kSerialBelow)), Stage(f)})
+  for (Stage s : {Stage(f.specialize(elements < serial_below())), Stage(f)})
     s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi).unroll(yi);
   parallel_tasks(f, yo, row * vec);
 }
@@ -145,7 +149,7 @@ void schedule_groups_in_shared_chunks(std::vector<Func>& groups, const Var& x, i
   for (size_t g = 0; g < groups.size(); ++g) {
     groups[g]
         .split(x, vectors, lane, vec, TailStrategy::GuardWithIf)
-        .split(vectors, outer, inner, (1 << 14) / vec, TailStrategy::GuardWithIf)
+        .split(vectors, outer, inner, std::max(1, task_elements() / vec), TailStrategy::GuardWithIf)
         .parallel(outer)
         .vectorize(lane);
     if (g > 0) groups[g].compute_with(groups[g - 1], outer);
@@ -167,7 +171,7 @@ PointwiseSchedule choose_pointwise_schedule(const fusion::Kernel& k, const Point
 }
 
 // Rows narrow enough to be a pooling window's: one vector of outputs at a time, its accumulators
-// on the stack; tasks of outer rows up to kTaskElements (of 16 rows, a 2x2 pooling of 14-wide
+// on the stack; tasks of outer rows up to task_elements() (of 16 rows, a 2x2 pooling of 14-wide
 // rows made 1792 tasks of 896 elements and spent more in the pool's locks than in the windows).
 // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards: a
 // masked tail would load lane by lane in every row.
@@ -193,9 +197,9 @@ void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std
 }
 
 // Columns of a 2-D domain: blocks of rows in parallel, each read row after row in runs of up to
-// kColumnRun columns, then acc adds the blocks in order (strips of columns read down every row
+// column_run columns, then acc adds the blocks in order (strips of columns read down every row
 // stepped a page per row: ~40 GB/s on LayerNorm's weight gradients). A task takes consecutive
-// blocks up to 8 kTaskElements (a task per block spent 1M x 2 columns in the pool's locks), but
+// blocks up to 8 task_elements() (a task per block spent 1M x 2 columns in the pool's locks), but
 // at most a quarter of them, so that a few blocks still make three or four tasks (the MLP's
 // LayerNorm gradients, 256 x 512 with GELU's derivative per element: 112 us as one task, 87-93 as
 // four). Returns the elements acc's loop adds per iteration (the blocks summed at the root).
@@ -203,12 +207,12 @@ Expr sum_column_blocks_in_parallel(const Lowering& L, ReductionFuncs& f, int vec
   const fusion::Kernel& k = L.k;
   const std::vector<Var>& vars = f.vars;
   Accumulator& A = f.accumulator;
-  constexpr int kColumnRun = 2048;
+  const int column_run = schedule_params().column_run;
   Var xo("xo"), xi("xi"), bo("bo"), bi("bi"), tile("tile");
-  const Expr run = min(L.extents[k.domain.size() - 1], kColumnRun);  // a guarded run wastes its tail
+  const Expr run = min(L.extents[k.domain.size() - 1], column_run);  // a guarded run wastes its tail
   const Expr block_count = A.column_blocks.x.extent();
   const Expr blocks_per_task =
-      max(1, min(8 * kTaskElements / (Accumulator::kColumnBlock * run), (block_count + 3) / 4));
+      max(1, min(8 * task_elements() / (Accumulator::kColumnBlock * run), (block_count + 3) / 4));
   A.partial.compute_root().vectorize(vars[0], vec, TailStrategy::GuardWithIf);
   Stage blocks = A.partial.update();
   blocks.split(vars[0], xo, xi, run, TailStrategy::GuardWithIf)
@@ -217,7 +221,7 @@ Expr sum_column_blocks_in_parallel(const Lowering& L, ReductionFuncs& f, int vec
   for (int d = 0; d < A.rows.dimensions(); ++d) loops.emplace_back(A.rows[d]);
   for (const Var& v : {bi, xo, bo}) loops.emplace_back(v);
   blocks.reorder(loops).fuse(xo, bo, tile).vectorize(xi, vec, TailStrategy::GuardWithIf);
-  blocks.specialize(product(L.extents) >= kSerialBelow).parallel(tile);
+  blocks.specialize(product(L.extents) >= serial_below()).parallel(tile);
   A.acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
   return block_count * vec * 8;
 }
@@ -266,7 +270,7 @@ void schedule_kept_dims_in_parallel(const Lowering& L, ReductionFuncs& f, const 
   Expr per_iteration = product(L.extents) / L.extents[kept_dims.front()];
   if (vars.size() == 1 && !k.reduced.back()) per_iteration *= vec * 8;
   if (combine_per_iteration.defined()) per_iteration = combine_per_iteration;
-  parallel_tasks(f.out.specialize(product(L.extents) >= kSerialBelow), vars.back(), per_iteration);
+  parallel_tasks(f.out.specialize(product(L.extents) >= serial_below()), vars.back(), per_iteration);
 }
 
 enum class ReductionSchedule { OneValue, WindowsInVectors, KeptDimsInParallel };
@@ -363,7 +367,7 @@ void schedule_reduction_kernel(const Lowering& L, ReductionFuncs& f) {
   // its own: 25x slower), its chunks in parallel when it has several.
   if (A.lanes && !vars.empty()) A.partial.compute_at(f.out, vars.back());
   if ((A.lanes || A.chunked) && vars.empty()) A.partial.compute_root();
-  if (A.chunked) A.partial.update().specialize(product(L.extents) >= kSerialBelow).parallel(A.chunk);
+  if (A.chunked) A.partial.update().specialize(product(L.extents) >= serial_below()).parallel(A.chunk);
   std::vector<size_t> kept_dims;
   for (size_t d = 0; d < k.domain.size(); ++d)
     if (!k.reduced[d]) kept_dims.push_back(d);

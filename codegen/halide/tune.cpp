@@ -1,0 +1,450 @@
+#include "codegen/halide/tune.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "codegen/halide/compiler.h"
+#include "codegen/halide/kernel_cache.h"
+#include "codegen/halide/schedule_params.h"
+#include "runtime/config.h"
+#include "runtime/dtype.h"
+#include "runtime/log.h"
+#include "runtime/stats.h"
+
+namespace kiln::codegen::halide {
+namespace {
+
+using fusion::Kernel;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Candidates timed again against the hand schedule, interleaved.
+constexpr size_t kFinalists = 3;
+
+// "reduction 256x[512], 14 nodes": the kind, the domain (reduced dims in brackets).
+std::string describe(const Kernel& k) {
+  std::ostringstream os;
+  os << (k.row_kernel() ? "row" : k.kind == Kernel::Kind::Reduction ? "reduction" : "pointwise") << " ";
+  for (size_t d = 0; d < k.domain.size(); ++d) {
+    const bool reduced = k.kind == Kernel::Kind::Reduction && k.reduced[d];
+    os << (d ? "x" : "") << (reduced ? "[" : "") << k.domain[d] << (reduced ? "]" : "");
+  }
+  os << ", " << k.nodes.size() << " nodes";
+  return os.str();
+}
+
+// Runs `fn` on k's inputs and takes its outputs away from the nodes (the real launch comes later).
+std::vector<BufferPtr> run_detached(const Kernel& k, KernelFn fn) {
+  launch(k, fn);
+  std::vector<BufferPtr> outputs;
+  for (int o : k.outputs) outputs.push_back(std::move(k.nodes[size_t(o)].node->result));
+  for (int o : k.outputs) k.nodes[size_t(o)].node->result.reset();
+  return outputs;
+}
+
+double element(const void* data, ScalarType t, int64_t i) {
+  switch (t) {
+    case kFloat: return static_cast<const float*>(data)[i];
+    case kDouble: return static_cast<const double*>(data)[i];
+    case kHalf: return half_bits_to_float(static_cast<const uint16_t*>(data)[i]);
+    case kBFloat16: return bfloat16_bits_to_float(static_cast<const uint16_t*>(data)[i]);
+    case kBool:
+    case kLong:
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt: break;
+  }
+  return 0;
+}
+
+// Whether a candidate's outputs are the hand schedule's: integers and bools exactly, floats within
+// what another order of a sum's additions changes (relative to the output's largest value).
+bool same_outputs(const Kernel& k, const std::vector<BufferPtr>& hand, const std::vector<BufferPtr>& got,
+                  std::string& why) {
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const ir::Node& n = *k.nodes[size_t(k.outputs[o])].node;
+    const size_t bytes = std::min(hand[o]->bytes(), got[o]->bytes());
+    if (!is_floating(n.dtype)) {
+      if (std::memcmp(hand[o]->data(), got[o]->data(), bytes) != 0) {
+        why = "output " + std::to_string(o) + " differs";
+        return false;
+      }
+      continue;
+    }
+    const int64_t count = int64_t(bytes / element_size(n.dtype));
+    const double rtol = n.dtype == kDouble ? 1e-9 : n.dtype == kFloat ? 1e-4 : 2e-2;
+    double scale = 0;
+    for (int64_t i = 0; i < count; ++i)
+      if (const double v = std::abs(element(hand[o]->data(), n.dtype, i)); std::isfinite(v)) scale = std::max(scale, v);
+    for (int64_t i = 0; i < count; ++i) {
+      const double a = element(hand[o]->data(), n.dtype, i), b = element(got[o]->data(), n.dtype, i);
+      const bool same = std::isnan(a)   ? std::isnan(b)
+                        : std::isinf(a) ? a == b
+                                        : std::abs(a - b) <= rtol * (std::abs(a) + 0.1 * scale) + 1e-30;
+      if (!same) {
+        why = "output " + std::to_string(o) + " element " + std::to_string(i) + " is " + std::to_string(b) +
+              " where the hand schedule gives " + std::to_string(a);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The median of `runs` timed launches, microseconds (outputs dropped).
+double median_us(const Kernel& k, KernelFn fn, int runs) {
+  std::vector<double> us;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
+    run_detached(k, fn);
+    us.push_back(seconds_since(start) * 1e6);
+  }
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
+// Float32 lanes of the target's vector (compiler_target names its features).
+int native_lanes() {
+  static const int lanes = compiler_target().find("avx512") != std::string::npos ? 16 : 8;
+  return lanes;
+}
+
+// The candidates for `k`, the likeliest first: the hand schedule's parameters one at a time, then
+// Halide's autoschedulers.
+std::vector<ScheduleChoice> candidates(const Kernel& k) {
+  std::vector<ScheduleChoice> out;
+  auto with = [&](auto set) {
+    ScheduleChoice c;
+    set(c.params);
+    // The hand schedule shifts a parallel chunk inwards only above serial_below elements.
+    c.params.serial_below = std::max(c.params.serial_below, c.params.task_elements);
+    if (!c.is_hand() && std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.text() == c.text(); }))
+      out.push_back(c);
+  };
+  const int native = native_lanes();
+  const bool reduction = k.kind == Kernel::Kind::Reduction;
+  for (int lanes : {native, 2 * native, std::min(4 * native, 32)})
+    if (!reduction || k.row_kernel()) with([&](ScheduleParams& p) { p.element_lanes = lanes; });
+  for (int grain : {1 << 12, 1 << 13, 1 << 15, 1 << 16}) with([&](ScheduleParams& p) { p.task_elements = grain; });
+  for (int serial : {1 << 14, 1 << 18, 1 << 20}) with([&](ScheduleParams& p) { p.serial_below = serial; });
+  if (!reduction && k.domain.size() == 2) with([&](ScheduleParams& p) { p.tile = 16; });
+  if (reduction) {
+    for (int vectors : {1, 4}) with([&](ScheduleParams& p) { p.reduction_vectors = vectors; });
+    if (!k.reduced.back())
+      for (int run : {512, 8192}) with([&](ScheduleParams& p) { p.column_run = run; });
+    for (int chunk : {256, 4096}) with([&](ScheduleParams& p) { p.chunk_steps = chunk; });
+  }
+  for (const char* name : {"Mullapudi2016", "Adams2019", "Li2018"}) {
+    ScheduleChoice c;
+    c.kind = ScheduleChoice::Kind::Auto;
+    c.autoscheduler = name;
+    out.push_back(c);
+  }
+  for (int seed : {1, 2}) {  // Adams2019 sampling its search at random
+    ScheduleChoice c;
+    c.kind = ScheduleChoice::Kind::Auto;
+    c.autoscheduler = "Adams2019";
+    c.dropout = 50;
+    c.seed = seed;
+    out.push_back(c);
+  }
+  return out;
+}
+
+struct Built {
+  ScheduleChoice choice;
+  std::string key;
+  KernelCache::Candidate candidate;
+  bool ok = false;
+  std::string error;
+  double compile_s = 0;
+  double us = 0;  // its median alone
+};
+
+// Compiles the candidates, `jobs` at once, starting none after `stop_starting`; a compile over
+// `limit_s` counts as failed (it runs to its end: the kernel it reads belongs to the flush).
+void compile_all(const Kernel& k, std::vector<Built>& built, int jobs, Clock::time_point stop_starting,
+                 double limit_s) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; Clock::now() < stop_starting && (i = next.fetch_add(1)) < built.size();) {
+      Built& b = built[i];
+      const auto start = Clock::now();
+      try {
+        b.candidate = kernel_cache().build_candidate(k, b.key, b.choice.text());
+        b.ok = true;
+      } catch (const Error& e) {
+        b.error = e.what();
+      }
+      b.compile_s = seconds_since(start);
+      if (b.ok && b.compile_s > limit_s) {
+        b.ok = false;
+        b.error = "compiling took " + std::to_string(b.compile_s) + " s";
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int j = 1; j < jobs; ++j) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+}
+
+std::mutex g_mutex;  // what follows, and the tuned kernels by key
+std::function<void(const TuneProgress&)> g_progress;
+std::function<void(std::vector<BufferPtr>&)> g_candidate_hook;
+double g_margin = TuneOptions().margin, g_below_us = TuneOptions().below_us;
+std::set<std::string> g_seen;  // key and bucket of each kernel recorded or tuned in this process
+int g_done = 0;
+struct TunedFn {
+  std::string bucket;
+  KernelFn fn;  // null: the hand schedule
+};
+std::unordered_map<std::string, std::vector<TunedFn>> g_tuned;
+
+void remember_tuned(const std::string& key, const std::string& bucket, KernelFn fn) {
+  auto& v = g_tuned[key];
+  for (auto& t : v)
+    if (t.bucket == bucket) {
+      t.fn = fn;
+      return;
+    }
+  v.push_back({bucket, fn});
+}
+
+void print_progress(const TuneProgress& p) {
+  const TuneRecord& r = p.record;
+  std::fprintf(stderr, "tune [%d] %s (%s): hand %.1f us, %s %.1f us (%.2fx), %d candidates in %.1f s\n", p.done,
+               r.kernel.c_str(), r.bucket.c_str(), r.hand_us,
+               r.tuned() ? r.schedule.c_str() : "kept the hand schedule,", r.tuned_us,
+               r.hand_us / std::max(r.tuned_us, 1e-9), r.candidates, r.seconds);
+}
+
+}  // namespace
+
+TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, const TuneOptions& options) {
+  const auto start = Clock::now();
+  TuneRecord record;
+  record.key = key;
+  record.bucket = size_bucket(k);
+  record.kernel = describe(k);
+  record.schedule = "hand";
+  const std::vector<BufferPtr> reference = run_detached(k, hand);
+  run_detached(k, hand);  // warm
+  const double hand_us = median_us(k, hand, 5);
+  record.hand_us = record.tuned_us = hand_us;
+  if (hand_us < options.below_us) {  // a launch's own cost: no schedule would show
+    record.seconds = seconds_since(start);
+    tuning_db().store(record);
+    stats_add(&Stats::kernels_tuned, 1);
+    return record;
+  }
+  std::vector<Built> built;
+  for (const ScheduleChoice& c : candidates(k))
+    built.push_back({c, tuned_kernel_key(key, record.bucket, c.text()), {}, false, "", 0, 0});
+  // Half the budget compiles; the rest checks and times, first alone, then the best interleaved.
+  const double budget = std::max(options.seconds, 0.05);
+  compile_all(k, built, std::max(1, options.jobs),
+              start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.5)),
+              std::max(budget, 20.0));
+  // Each compiled candidate gets runs worth a share of a quarter of the budget (3 to 50).
+  size_t compiled = 0;
+  for (const Built& b : built) compiled += b.ok;
+  const int runs =
+      int(std::clamp(budget * 0.25 / std::max<size_t>(compiled, 1) / std::max(hand_us * 1e-6, 1e-7), 3.0, 50.0));
+  std::vector<Built*> passed;
+  // Checks a built candidate against the hand schedule's outputs and times it alone.
+  auto check_and_time = [&](Built& b) {
+    if (!b.ok) {
+      record.failed += b.error.empty() ? 0 : 1;  // no error: never started (out of time)
+      if (!b.error.empty()) log().debug("tune: {} failed for {}: {}", b.choice.text(), record.kernel, b.error);
+      return;
+    }
+    ++record.candidates;
+    try {
+      std::vector<BufferPtr> outputs = run_detached(k, b.candidate.fn);
+      if (options.after_candidate_run) options.after_candidate_run(outputs);
+      std::string why;
+      if (!same_outputs(k, reference, outputs, why)) {
+        ++record.rejected;
+        log().warn("tune: rejected {} for {}: {}", b.choice.text(), record.kernel, why);
+        return;
+      }
+      run_detached(k, b.candidate.fn);  // warm
+      b.us = median_us(k, b.candidate.fn, runs);
+      log().debug("tune: {} {:.1f} us (hand {:.1f}) for {}", b.choice.text(), b.us, hand_us, record.kernel);
+      passed.push_back(&b);
+    } catch (const Error& e) {
+      ++record.failed;
+      log().warn("tune: {} failed to run for {}: {}", b.choice.text(), record.kernel, e.what());
+    }
+  };
+  for (Built& b : built) check_and_time(b);
+  // Then the parameters that won alone, together (the best candidate's first): one more candidate.
+  std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
+  ScheduleParams together;
+  int merged = 0;
+  for (const Built* b : passed)
+    if (b->choice.kind == ScheduleChoice::Kind::Params && b->us < hand_us && together.merge(b->choice.params)) ++merged;
+  std::vector<Built> second(merged >= 2 && seconds_since(start) < budget * 0.6 ? 1 : 0);
+  if (!second.empty()) {
+    second[0].choice.params = together;
+    second[0].choice.params.serial_below = std::max(together.serial_below, together.task_elements);
+    second[0].key = tuned_kernel_key(key, record.bucket, second[0].choice.text());
+    compile_all(k, second, 1, Clock::now() + std::chrono::seconds(1), std::max(budget, 20.0));
+    check_and_time(second[0]);
+  }
+  std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
+  if (passed.size() > kFinalists) passed.resize(kFinalists);
+  while (!passed.empty() && passed.back()->us >= hand_us * std::max(options.margin, 1.0)) passed.pop_back();
+
+  // The finalists and the hand schedule in turns, rounds of a few runs each, until the budget is
+  // spent (5 to 30 rounds); each finalist's figure is its median ratio to the hand schedule.
+  if (!passed.empty()) {
+    std::vector<std::vector<double>> ratios(passed.size()), times(passed.size());
+    std::vector<double> hand_times;
+    for (int round = 0; round < 30 && (round < 5 || seconds_since(start) < budget); ++round) {
+      const double h = median_us(k, hand, 3);
+      hand_times.push_back(h);
+      for (size_t f = 0; f < passed.size(); ++f) {
+        times[f].push_back(median_us(k, passed[f]->candidate.fn, 3));
+        ratios[f].push_back(times[f].back() / h);
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+      return v[v.size() / 2];
+    };
+    size_t best = 0;
+    for (size_t f = 1; f < passed.size(); ++f)
+      if (median(ratios[f]) < median(ratios[best])) best = f;
+    record.hand_us = median(hand_times);
+    record.tuned_us = record.hand_us;
+    // Faster by the margin both round by round (the median ratio) and overall (the median times):
+    // on a busy machine the two can disagree, and then the hand schedule stays.
+    if (median(ratios[best]) <= options.margin && median(times[best]) <= record.hand_us * options.margin) {
+      record.schedule = passed[best]->choice.text();
+      record.tuned_us = median(times[best]);
+      kernel_cache().store_candidate(passed[best]->key, passed[best]->candidate);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      remember_tuned(key, record.bucket, passed[best]->candidate.fn);
+    }
+  }
+  for (const auto* list : {&built, &second})
+    for (const Built& b : *list)
+      if (!b.candidate.path.empty() && b.choice.text() != record.schedule) {
+        std::error_code ec;
+        std::filesystem::remove(b.candidate.path, ec);
+      }
+  record.seconds = seconds_since(start);
+  tuning_db().store(record);
+  stats_add(&Stats::kernels_tuned, 1);
+  return record;
+}
+
+void use_tuned_kernels(const fusion::Partition& partition, std::vector<KernelFn>& fns) {
+  if (!config().use_tuned) return;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (!fns[i]) continue;
+    const Kernel& k = partition.kernels[i];
+    const std::string& key = partition.keys[i];
+    const std::string bucket = size_bucket(k);
+    KernelFn fn = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      const TunedFn* found = nullptr;
+      if (auto it = g_tuned.find(key); it != g_tuned.end())
+        for (const TunedFn& t : it->second)
+          if (t.bucket == bucket) found = &t;
+      if (found) {
+        fn = found->fn;
+      } else {  // first time in this process: the database says
+        if (auto record = tuning_db().find(key, bucket); record && record->tuned())
+          fn = kernel_cache().load_or_build_or_null(k, tuned_kernel_key(key, bucket, record->schedule),
+                                                    record->schedule);
+        remember_tuned(key, bucket, fn);
+      }
+    }
+    if (fn) {
+      fns[i] = fn;
+      stats_add(&Stats::kernels_tuned_used, 1);
+    }
+  }
+}
+
+bool tuning() { return !config().tune_record.empty() || config().tune_seconds > 0; }
+
+void tune_before_launch(const Kernel& k, const std::string& key, KernelFn hand) {
+  if (!hand || k.kind == Kernel::Kind::Library) return;
+  const std::string bucket = size_bucket(k);
+  TuneOptions options;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (!g_seen.insert(key + "\n" + bucket).second) return;
+    options.after_candidate_run = g_candidate_hook;
+    options.margin = g_margin;
+    options.below_us = g_below_us;
+  }
+  const bool known = tuning_db().find(key, bucket).has_value();
+  if (const std::string& path = config().tune_record; !path.empty()) {
+    std::ofstream out(path, std::ios::app);
+    out << bucket << " " << known << " " << describe(k) << "\n";
+  }
+  if (config().tune_seconds <= 0 || known) return;
+  options.seconds = config().tune_seconds;
+  options.jobs = config().tune_jobs > 0 ? config().tune_jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  try {
+    const TuneRecord r = tune_kernel(k, key, hand, options);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    (g_progress ? g_progress : print_progress)(TuneProgress{r, ++g_done});
+  } catch (const Error& e) {
+    log().warn("tune: tuning {} failed: {}", describe(k), e.what());
+  }
+}
+
+void set_tune_progress(std::function<void(const TuneProgress&)> report) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_progress = std::move(report);
+}
+
+void reset_tune_session() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_seen.clear();
+  g_done = 0;
+}
+
+void set_tune_testing(double margin, std::function<void(std::vector<BufferPtr>&)> after_candidate_run) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_margin = margin;
+  g_below_us = 0;
+  g_candidate_hook = std::move(after_candidate_run);
+}
+
+std::vector<RecordedKernel> read_tune_record(const std::string& path) {
+  std::vector<RecordedKernel> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream is(line);
+    RecordedKernel r;
+    int known = 0;
+    if (!(is >> r.bucket >> known)) continue;
+    r.known = known != 0;
+    std::getline(is >> std::ws, r.kernel);
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace kiln::codegen::halide
