@@ -6,7 +6,8 @@
 #    kernel compiled before it runs: the old default) against background (the default: unfused).
 # 2. Steady steps on the per-op kernels alone (KILN_BACKEND=unfused) against warm fused kernels, and
 #    a cold process's steps 2-20 while its kernels compile (min and median of each run's steps).
-# 3. `kiln train --epochs 2` from an empty cache against the same with that cache filled.
+# 3. `kiln train --epochs 2` from an empty cache against the same with that cache filled, waiting
+#    for compilers and not.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -31,12 +32,14 @@ for r in $(seq "$rounds"); do
   echo "unfused steps:          $(KILN_CACHE_DIR=$warm KILN_BACKEND=unfused $step 20 | stat)"
 done
 if [ -x "$kiln" ]; then
-  cold=$(mktemp -d)
-  for run in cold warm; do
-    start=$(date +%s.%N)
-    KILN_CACHE_DIR=$cold $kiln train --epochs 2 > /dev/null 2>&1
-    echo "kiln train --epochs 2, $run cache: $(echo "$(date +%s.%N) - $start" | bc) s"
+  for compile in wait background; do
+    cold=$(mktemp -d)
+    for run in cold warm; do
+      start=$(date +%s.%N)
+      KILN_CACHE_DIR=$cold KILN_COMPILE=$compile $kiln train --epochs 2 > /dev/null 2>&1
+      echo "kiln train --epochs 2, KILN_COMPILE=$compile, $run cache: $(echo "$(date +%s.%N) - $start" | bc) s"
+    done
+    rm -rf "$cold"
   done
-  rm -rf "$cold"
 fi
 rm -rf "$warm"
