@@ -87,8 +87,11 @@ constexpr bool has_loop(Op op) {
 template <typename T>
 using Loop = void (*)(const T* const* in, T* out, int64_t n, ScalarType operands);
 
+// Compiled twice, for every x86-64 and for AVX2 (x86-64-v3: 4 float64s a vector, libmvec's AVX2
+// forms), the CPU choosing when kiln is loaded.
 template <Op op, typename T>
-void loop(const T* const* in, T* __restrict__ out, int64_t n, ScalarType operands) {
+__attribute__((target_clones("default", "arch=x86-64-v3"))) void loop(const T* const* in, T* __restrict__ out,
+                                                                      int64_t n, ScalarType operands) {
   constexpr OpKind kind = table::kKind[int(op)];
   const T* __restrict__ a = in[0];
   if constexpr (kind == OpKind::Unary) {
