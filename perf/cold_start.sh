@@ -31,7 +31,7 @@ for r in $(seq "$rounds"); do
   echo "warm fused steps:       $(KILN_CACHE_DIR=$warm $step 20 | stat)"
   echo "unfused steps:          $(KILN_CACHE_DIR=$warm KILN_BACKEND=unfused $step 20 | stat)"
 done
-if [ -x "$kiln" ]; then
+if [ -x "$kiln" ] && [ -z "${KILN_SKIP_TRAIN:-}" ]; then
   for compile in wait background; do
     cold=$(mktemp -d)
     for run in cold warm; do
