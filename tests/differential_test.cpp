@@ -85,6 +85,6 @@ TEST(Differential, RandomProgramsOnThePerOpKernelsMatchTheInterpreter) {
   expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 4, env_or("KILN_FUZZ_STRUCTURES", 120), false, "unfused");
   expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 8, env_or("KILN_FUZZ_STRUCTURES", 120), true, "unfused");
   const Stats s = stats();
-  EXPECT_GT(s.kernels_unfused, 1000);
+  EXPECT_GE(s.kernels_unfused, env_or("KILN_FUZZ_PROGRAMS", 2000) / 4);  // a kernel or more per program
   std::cout << s << "\n";
 }
