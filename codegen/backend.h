@@ -26,4 +26,8 @@ void interpret(const fusion::Kernel& kernel);
 // for the nodes they leave to library code.
 void run_node(ir::Node& n);
 
+// Whether the interpreter computes `n` on int64 (exact, wrapping) rather than in float64: its
+// value and the operands it computes with are integers. Other backends follow the same rule.
+bool computes_on_int64(const ir::Node& n);
+
 }  // namespace kiln::codegen

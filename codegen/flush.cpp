@@ -2,6 +2,7 @@
 
 #include "codegen/cuda/launcher.h"
 #include "codegen/halide/backend.h"
+#include "codegen/unfused.h"
 #include "fusion/passes.h"
 #include "fusion/plan.h"
 #include "runtime/config.h"
@@ -40,6 +41,9 @@ void flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
 
 void install_flush_driver() { tracer::set_flush_hook(&flush); }
 
-Backend& current_backend() { return config().backend == "halide" ? halide_backend() : interpreter(); }
+Backend& current_backend() {
+  if (config().backend == "unfused") return unfused_backend();
+  return config().backend == "halide" ? halide_backend() : interpreter();
+}
 
 }  // namespace kiln::codegen

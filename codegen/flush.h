@@ -16,7 +16,7 @@ void flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded);
 // links kiln's static libraries gets the driver with it.
 void install_flush_driver();
 
-// The backend chosen by Config::backend: "halide" or "interp".
+// The backend chosen by Config::backend: "halide", "interp" or "unfused" (codegen/unfused.h).
 Backend& current_backend();
 
 }  // namespace kiln::codegen

@@ -10,6 +10,7 @@
 #include "codegen/backend.h"
 #include "codegen/matmul.h"
 #include "codegen/scan_sort.h"
+#include "codegen/strided_walk.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
@@ -26,30 +27,6 @@ using ir::Operand;
 using Values = std::vector<double>;
 
 double load(const void* base, ScalarType t, int64_t i) { return read_element<double>(base, t, i); }
-
-// Calls run(offset in a, offset in b) at the start of each innermost run of `sizes` (rank >= 1),
-// in row-major order, walking two strided layouts of the same sizes together.
-template <typename F>
-void for_each_run2(const Shape& sizes, const Shape& strides_a, int64_t offset_a, const Shape& strides_b,
-                   int64_t offset_b, F&& run) {
-  const int rank = int(sizes.size());
-  if (numel_of(sizes) == 0) return;
-  std::vector<int64_t> idx(rank, 0);
-  int64_t a = offset_a, b = offset_b;
-  while (true) {
-    run(a, b);
-    int d = rank - 2;
-    for (; d >= 0; --d) {
-      a += strides_a[d];
-      b += strides_b[d];
-      if (++idx[d] < sizes[d]) break;
-      a -= strides_a[d] * sizes[d];
-      b -= strides_b[d] * sizes[d];
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
 
 // Calls f(offset in a, offset in b) for each element of `sizes`, in row-major order.
 template <typename F>
@@ -97,15 +74,6 @@ void store(Node& n, const Values& v) {
   const int64_t count = n.numel();
   if (n.dtype == kDouble) return void(std::memcpy(out, v.data(), count * sizeof(double)));
   for (int64_t i = 0; i < count; ++i) write_element(out, n.dtype, i, v[i]);
-}
-
-// Element strides of `shape` with the axes in `axes` zeroed: maps an input index to its output.
-Shape reduced_strides(const Shape& shape, const std::vector<int64_t>& axes) {
-  Shape out_shape = shape;
-  for (auto a : axes) out_shape[a] = 1;
-  Shape st = contiguous_strides(out_shape);
-  for (auto a : axes) st[a] = 0;
-  return st;
 }
 
 // n's input reduced over its axes n.ints: each output starts at `init` and takes the elements
@@ -307,24 +275,8 @@ void cat(Node& n) {
 // The view (`n.ints`) of the base that the value is written or added into.
 ir::View target_view(const Node& n) { return ir::unpack_view(n.ints); }
 
-// Runs f(begin, end) over slices of [0, count) on kiln's threads when there is enough work.
-template <typename F>
-void parallel_slices(int64_t count, int64_t work, F&& f) {
-  const int threads = int(std::min<int64_t>(get_num_threads(), count));
-  if (threads <= 1 || work < (int64_t(1) << 20)) return f(int64_t(0), count);
-  struct Slices {
-    F* f;
-    int64_t count;
-    int threads;
-  } slices{&f, count, threads};
-  parallel_for(
-      threads,
-      [](void* ctx, int t) {
-        const auto& s = *static_cast<const Slices*>(ctx);
-        (*s.f)(s.count * t / s.threads, s.count * (t + 1) / s.threads);
-      },
-      &slices);
-}
+// Elements per thread below which a copy is not split.
+constexpr int64_t kInterpreterGrain = int64_t(1) << 18;
 
 // The dim of `view` whose slices write disjoint elements, whatever the other dims (its stride
 // exceeds the furthest offset they reach), or -1. A fold's batch axis is one.
@@ -361,7 +313,7 @@ void write_view_typed(Node& n) {
   const T* b = static_cast<const T*>(base.node->result->data());
   const T* v = static_cast<const T*>(value.node->result->data());
   if (base.view.sizes.size() == 1 && base.view.strides[0] == 1) {
-    parallel_slices(n.numel(), n.numel(), [&](int64_t lo, int64_t hi) {
+    parallel_slices(n.numel(), n.numel(), kInterpreterGrain, [&](int64_t lo, int64_t hi) {
       std::memcpy(out + lo, b + base.view.offset + lo, (hi - lo) * sizeof(T));
     });
   } else {
@@ -402,7 +354,7 @@ void write_view_typed(Node& n) {
     return out;
   };
   const Shape ts = first(t.strides), vs = first(value.view.strides);
-  parallel_slices(t.sizes[d], numel_of(t.sizes), [&](int64_t lo, int64_t hi) {
+  parallel_slices(t.sizes[d], numel_of(t.sizes), kInterpreterGrain, [&](int64_t lo, int64_t hi) {
     Shape sizes = first(t.sizes);
     sizes[0] = hi - lo;
     write(sizes, ts, t.offset + lo * t.strides[d], vs, value.view.offset + lo * value.view.strides[d]);
@@ -606,5 +558,7 @@ void run_node(Node& n) {
   compute(n);
   stats_add(&Stats::nodes_executed, 1);
 }
+
+bool computes_on_int64(const Node& n) { return on_longs(n); }
 
 }  // namespace kiln::codegen

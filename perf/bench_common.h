@@ -12,10 +12,18 @@
 #include <torch/torch.h>
 inline void settle() {}
 inline const char* kSide = "libtorch";
+struct WaitForCompilers {};
 #else
 #include <kiln/torch.h>
 inline void settle() { kiln::sync(); }
 inline const char* kSide = "kiln";
+// A benchmark program times fused kernels: each is compiled before it first runs
+// (KILN_COMPILE=wait), unless KILN_COMPILE says otherwise. One static of it per program.
+struct WaitForCompilers {
+  WaitForCompilers() {
+    if (!std::getenv("KILN_COMPILE")) kiln::config().compile_in_background = false;
+  }
+};
 #endif
 
 // BENCH_THREADS=n sets the intra-op threads of the side under test (libtorch's default on

@@ -11,6 +11,7 @@
 #include "frontend/trace.h"
 #include "fusion/partition_cache.h"
 #include "fusion/passes.h"
+#include "perf/bench_common.h"
 #include "runtime/buffer.h"
 #include "tracer/storage.h"
 
@@ -103,5 +104,7 @@ static void BM_AllocatorMalloc(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AllocatorMalloc);
+
+static WaitForCompilers wait_for_compilers;
 
 BENCHMARK_MAIN();

@@ -35,4 +35,6 @@ BENCHMARK(BM_SumLongRows)->UseRealTime();
 BENCHMARK(BM_SumColumns)->UseRealTime();
 BENCHMARK(BM_SumMiddle)->UseRealTime();
 
+static WaitForCompilers wait_for_compilers;
+
 BENCHMARK_MAIN();

@@ -40,4 +40,6 @@ static void BM_ChainOfOpsWithGrad(benchmark::State& state) { chain_of_ops(state,
 BENCHMARK(BM_ChainOfOps);
 BENCHMARK(BM_ChainOfOpsWithGrad);
 
+static WaitForCompilers wait_for_compilers;
+
 BENCHMARK_MAIN();

@@ -2,4 +2,8 @@
 // -DKILN_BENCH_LIBTORCH); `kiln bench` runs them side by side and prints the table.
 #include <benchmark/benchmark.h>
 
+#include "perf/bench_common.h"
+
+static WaitForCompilers wait_for_compilers;
+
 BENCHMARK_MAIN();

@@ -9,13 +9,15 @@ namespace kiln {
 struct Config {
   bool lazy = true;                  // KILN_LAZY=0 runs every op at once (the eager baseline)
   int64_t segment_node_cap = 20000;  // KILN_SEGMENT_CAP: a segment this long is flushed
-  std::string backend = "halide";    // KILN_BACKEND: halide (compiled, fused) or interp (the reference)
+  std::string backend = "halide";    // KILN_BACKEND: halide (compiled, fused), interp (the reference) or
+                                     // unfused (per-op kernels only: codegen/unfused.h)
   std::string log_level = "warn";    // KILN_LOG
   int num_threads = 0;               // KILN_NUM_THREADS, 0 = all cores: the start; get/set_num_threads hold the current
-  // KILN_COMPILE=background: a kernel that is neither in memory nor on disk is compiled on other
-  // threads while the interpreter runs it; a later flush launches it once built. The default
-  // (wait) compiles before the flush goes on, so every launch is a compiled kernel.
-  bool compile_in_background = false;
+  // KILN_COMPILE: background (the default) compiles a kernel that is neither in memory nor on disk
+  // on other threads while the flush runs it unfused on the per-op kernels compiled with kiln
+  // (codegen/unfused.h); a later flush launches it once built. wait compiles before the flush
+  // goes on, so every launch is a fused kernel (benchmarks and tests that count them).
+  bool compile_in_background = true;
   // KILN_REWRITES=0: flushes skip CSE and simplification and partition the plan as traced. The
   // differential tests' reference (the interpreter) runs so, to check those passes too.
   bool rewrite_plans = true;

@@ -94,9 +94,10 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " kernel_launches=" << s.kernel_launches << " kernels_compiled=" << s.kernels_compiled
             << " kernels_loaded=" << s.kernels_loaded << " kernel_cache_hits=" << s.kernel_cache_hits
             << " compile_ms=" << s.compile_ms << " kernels_failed=" << s.kernels_failed
-            << " allocator_mallocs=" << s.allocator_mallocs << " allocator_hits=" << s.allocator_hits
-            << " cuda_host_fallbacks=" << s.cuda_host_fallbacks << " kernels_tuned_used=" << s.kernels_tuned_used
-            << " kernels_tuned=" << s.kernels_tuned;
+            << " kernels_unfused=" << s.kernels_unfused << " flushes_unfused=" << s.flushes_unfused
+            << " nodes_interpreted=" << s.nodes_interpreted << " allocator_mallocs=" << s.allocator_mallocs
+            << " allocator_hits=" << s.allocator_hits << " cuda_host_fallbacks=" << s.cuda_host_fallbacks
+            << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned;
 }
 
 }  // namespace kiln

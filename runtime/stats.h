@@ -15,7 +15,13 @@ struct Stats {
   int64_t kernels_loaded = 0;     // kernels taken from the disk cache
   int64_t kernel_cache_hits = 0;  // launches whose kernel was already loaded in this process
   int64_t compile_ms = 0;         // time spent building kernels
-  int64_t kernels_failed = 0;     // kernels a backend could not build, run on the interpreter instead
+  int64_t kernels_failed = 0;     // kernels a backend could not build, run unfused instead
+  // Kernels run node by node on the per-op kernels compiled with kiln (codegen/unfused.h): their
+  // fused kernel was not built yet (KILN_COMPILE=background) or eager mode ran them; the flushes
+  // (steps) that ran any; and the nodes of those kernels left to the interpreter (no per-op kernel).
+  int64_t kernels_unfused = 0;
+  int64_t flushes_unfused = 0;
+  int64_t nodes_interpreted = 0;
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
   int64_t cuda_host_fallbacks = 0;  // CUDA kernels run on the host (no CUDA source yet), copied both ways

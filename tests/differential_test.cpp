@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include "random_program.h"
 #include "runtime/config.h"
+#include "runtime/stats.h"
 
 using namespace kiln;
 using fuzz::Program;
@@ -36,9 +38,9 @@ fuzz::Result run_on(const std::string& backend, bool rewrite_plans, const Progra
   return r;
 }
 
-std::string difference(const Program& p) {
+std::string difference(const Program& p, const std::string& backend) {
   try {
-    return fuzz::compare(run_on("interp", false, p), run_on("halide", true, p), p.dtype);
+    return fuzz::compare(run_on("interp", false, p), run_on(backend, true, p), p.dtype);
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what();
   }
@@ -46,18 +48,19 @@ std::string difference(const Program& p) {
 
 // Runs `programs` random programs over `structures` structures, reporting the smallest version
 // of each of the first three that differ.
-void expect_programs_match(int64_t programs, int64_t structures, bool special_values) {
+void expect_programs_match(int64_t programs, int64_t structures, bool special_values,
+                           const std::string& backend = "halide") {
   int failures = 0;
   for (int64_t i = 0; i < programs && failures < 3; ++i) {
     const uint64_t structure = uint64_t(i % structures), sizes = uint64_t(i);
     Program p = fuzz::generate(structure, sizes, 4 + int(structure % 7));
     p.special_values = special_values;
-    std::string diff = difference(p);
+    std::string diff = difference(p, backend);
     if (diff.empty()) continue;
     ++failures;
-    Program small = fuzz::shrink(p, [](const Program& q) { return !difference(q).empty(); });
+    Program small = fuzz::shrink(p, [&](const Program& q) { return !difference(q, backend).empty(); });
     ADD_FAILURE() << "program " << i << " (structure " << structure << ") differs: " << diff << "\nsmallest:\n"
-                  << small.to_string() << "\nwhich gives: " << difference(small);
+                  << small.to_string() << "\nwhich gives: " << difference(small, backend);
   }
 }
 
@@ -73,4 +76,15 @@ TEST(Differential, RandomProgramsMatchTheInterpreter) {
 // finite arithmetic: the plain run above keeps that.
 TEST(Differential, RandomProgramsWithNaNAndInfinityMatchTheInterpreter) {
   expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 4, env_or("KILN_FUZZ_STRUCTURES", 120), true);
+}
+
+// The per-op kernels alone (KILN_BACKEND=unfused: every kernel node by node, as a flush runs it
+// while its fused kernel compiles), forward and backward, plain and with special values.
+TEST(Differential, RandomProgramsOnThePerOpKernelsMatchTheInterpreter) {
+  reset_stats();
+  expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 4, env_or("KILN_FUZZ_STRUCTURES", 120), false, "unfused");
+  expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 8, env_or("KILN_FUZZ_STRUCTURES", 120), true, "unfused");
+  const Stats s = stats();
+  EXPECT_GE(s.kernels_unfused, env_or("KILN_FUZZ_PROGRAMS", 2000) / 4);  // a kernel or more per program
+  std::cout << s << "\n";
 }

@@ -530,9 +530,9 @@ TEST(Fusion, SoftmaxAndLayerNormForwardAreOneKernelEach) {
   for (size_t i = 0; i < fused.size(); ++i) EXPECT_NEAR(fused[i], reference[i], 1e-5 * (1 + std::fabs(reference[i])));
 }
 
-// KILN_COMPILE=background: a kernel not built yet runs on the interpreter while it compiles on
-// another thread (the process's first such kernel is built at once), every step gives the same
-// result, and a later step launches the built kernels.
+// KILN_COMPILE=background: a kernel not built yet runs unfused, on the per-op kernels, while it
+// compiles on another thread, every step gives the same result, and a later step launches the
+// built kernels.
 TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
   HalideBackend halide;
   struct Background {
@@ -556,7 +556,7 @@ TEST(Fusion, BackgroundCompilationServesStepsUntilKernelsAreBuilt) {
     auto s = count([&] { got = program(); });
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expected[i], 1e-4 * (1 + std::fabs(expected[i])));
-    // Built: each kernel one launch (the interpreter counts one per node).
+    // Built: each kernel one launch (unfused, one per node).
     built = s.kernels_compiled == 0 && s.kernel_launches <= 4;
     if (!built) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

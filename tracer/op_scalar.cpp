@@ -5,131 +5,19 @@
 #include <limits>
 
 #include "runtime/error.h"
-#include "tracer/special_functions.h"
+#include "tracer/op_scalar_inline.h"
 
 namespace kiln::ir {
 
-namespace {
-[[noreturn]] void not_elementwise(Op op, const char* what) {
-  throw Error(detail::concat("ir: ", op_name(op), " is not ", what));
-}
-double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps -0, 0 and NaN
-double nan_or(double a, double b, double value) { return std::isnan(a) || std::isnan(b) ? NAN : value; }
-}  // namespace
+void not_elementwise(Op op, const char* what) { throw Error(detail::concat("ir: ", op_name(op), " is not ", what)); }
 
-double scalar_op(Op op, double a, double b, ScalarType operands) {
-  switch (op) {
-    case Op::Copy:
-    case Op::Cast: return a;
-    case Op::Neg: return -a;
-    case Op::Exp: return std::exp(a);
-    case Op::Log: return std::log(a);
-    case Op::Log1p: return std::log1p(a);
-    case Op::Sin: return std::sin(a);
-    case Op::Cos: return std::cos(a);
-    case Op::Sqrt: return std::sqrt(a);
-    case Op::Recip: return 1.0 / a;
-    case Op::Abs: return std::fabs(a);
-    case Op::Sign: return sign(a);
-    case Op::Tanh: return std::tanh(a);
-    case Op::Erf: return std::erf(a);
-    case Op::Not: return a == 0 ? 1.0 : 0.0;
-    case Op::Floor: return std::floor(a);
-    case Op::Ceil: return std::ceil(a);
-    case Op::Round: return std::nearbyint(a);  // half to even in the default rounding mode
-    case Op::Trunc: return std::trunc(a);
-    case Op::Atan: return std::atan(a);
-    case Op::Asin: return std::asin(a);
-    case Op::Acos: return std::acos(a);
-    case Op::Sinh: return std::sinh(a);
-    case Op::Cosh: return std::cosh(a);
-    case Op::Asinh: return std::asinh(a);
-    case Op::Acosh: return std::acosh(a);
-    case Op::Atanh: return std::atanh(a);
-    case Op::Expm1: return std::expm1(a);
-    case Op::Exp2: return std::exp2(a);
-    case Op::Erfc: return std::erfc(a);
-    case Op::Erfinv: return special::erfinv<special::DoubleMath>(a);
-    case Op::Lgamma: {
-      int sign;  // lgamma_r: libm's lgamma writes the global signgam
-      return lgamma_r(a, &sign);
-    }
-    case Op::Digamma: return special::digamma<special::DoubleMath>(a);
-    case Op::Trigamma: return special::trigamma<special::DoubleMath>(a);
-    case Op::Add: return a + b;
-    case Op::Sub: return a - b;
-    case Op::Mul: return a * b;
-    case Op::Div:
-      if (is_integer(operands)) return b == 0 ? 0 : std::trunc(a / b);  // C's, as int64 kernels
-      return a / b;
-    case Op::Pow: return std::pow(a, b);
-    case Op::Max: return nan_or(a, b, std::max(a, b));
-    case Op::Min: return nan_or(a, b, std::min(a, b));
-    case Op::Fmod: return std::fmod(a, b);
-    case Op::Atan2: return std::atan2(a, b);
-    case Op::Hypot: return std::hypot(a, b);
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    case Op::Const:
-    case Op::Input:
-    case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Matmul:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::IndexAdd:
-    case Op::ScatterAdd:
-    case Op::Cat:
-    case Op::WriteView:
-    case Op::AddView:
-    case Op::CumSum:
-    case Op::CumProd:
-    case Op::LogCumSumExp:
-    case Op::CumMaxIndex:
-    case Op::CumMinIndex:
-    case Op::SortIndex:
-    case Op::TopKIndex:
-    case Op::KthValueIndex:
-    case Op::MedianIndex:
-    case Op::ModeIndex:
-    case Op::SearchSorted: break;
-  }
-  not_elementwise(op, "an elementwise op");
-}
+double scalar_op(Op op, double a, double b, ScalarType operands) { return apply_scalar_op(op, a, b, operands); }
 
 bool has_wrapping_form(Op op) { return facts(op).has(kInt64); }
 
 int64_t wrapping_op(Op op, int64_t a, int64_t b) {
   if (!has_wrapping_form(op)) not_elementwise(op, "an int64 op");
-  const uint64_t x = uint64_t(a), y = uint64_t(b);
-  switch (op) {
-    case Op::Neg: return int64_t(0 - x);
-    case Op::Abs: return a < 0 ? int64_t(0 - x) : a;
-    case Op::Sign: return (a > 0) - (a < 0);
-    case Op::Add: return int64_t(x + y);
-    case Op::Sub: return int64_t(x - y);
-    case Op::Mul: return int64_t(x * y);
-    case Op::Div: return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;  // by zero 0; INT64_MIN / -1 wraps
-    case Op::Max: return std::max(a, b);
-    case Op::Min: return std::min(a, b);
-    case Op::Fmod: return b == 0 || b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    default: return a;  // Copy and Cast (has_wrapping_form lists the rest)
-  }
+  return apply_wrapping_op(op, a, b);
 }
 
 double reduction_identity(Op reduce) {

@@ -1,6 +1,6 @@
 // The Halide backend: finds each kernel's compiled code (in memory, else on disk, else compiles it:
 // kernel_cache.h, at once or in the background: compile_queue.h) and launches it on the buffers of
-// the flush (launcher.h).
+// the flush (launcher.h); a kernel without compiled code runs unfused (codegen/unfused.h).
 #include "codegen/halide/backend.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "codegen/halide/kernel_cache.h"
 #include "codegen/halide/launcher.h"
 #include "codegen/halide/tune.h"
+#include "codegen/unfused.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/parallel.h"
@@ -30,15 +31,18 @@ class HalideBackend final : public Backend {
   void run(const fusion::Partition& partition) override {
     std::vector<KernelFn> fns = prepare(partition);
     halide::use_tuned_kernels(partition, fns);
+    bool unfused = false;
     for (size_t i = 0; i < partition.kernels.size(); ++i) {
       if (halide::tuning()) halide::tune_before_launch(partition.kernels[i], partition.keys[i], fns[i]);
+      unfused |= !fns[i] && partition.kernels[i].kind != Kernel::Kind::Library;
       run(partition.kernels[i], fns[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
+    if (unfused) stats_add(&Stats::flushes_unfused, 1);
   }
 
  private:
-  // `fn` is the kernel's compiled function (see prepare); without one it runs on the interpreter.
+  // `fn` is the kernel's compiled function (see prepare); without one it runs unfused.
   void run(const Kernel& k, KernelFn fn) {
     if (k.kind == Kernel::Kind::Library) {
       const bool trace = log().should_log(spdlog::level::trace);
@@ -51,11 +55,11 @@ class HalideBackend final : public Backend {
       stats_add(&Stats::kernel_launches, 1);
       return;
     }
-    if (!fn) return interpret(k);
+    if (!fn) return run_unfused(k);
     halide::launch(k, fn);
   }
 
-  // Halide indexes with int32: larger tensors go to the interpreter.
+  // Halide indexes with int32: larger tensors run unfused.
   static bool fits_int32(const Kernel& k) {
     if (numel_of(k.domain) > INT32_MAX) return false;
     for (const auto& r : k.reads)
@@ -63,8 +67,9 @@ class HalideBackend final : public Backend {
     return true;
   }
 
-  // Each kernel's function (null for a library call, a kernel too large for 32-bit indices, or one
-  // that failed to build: see run), after loading or compiling at once the kernels of the flush
+  // Each kernel's function (null for a library call, a kernel too large for 32-bit indices, one
+  // that failed to build or is compiling in the background, and every kernel of eager mode: see
+  // run), after loading or compiling at once the kernels of the flush
   // not yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
   // and LLVM, then the linker), and Halide compiles distinct pipelines concurrently. As many
   // threads as kernels run on (set_num_threads). Each key is looked up once per flush.
@@ -72,6 +77,7 @@ class HalideBackend final : public Backend {
     halide::KernelCache& cache = halide::kernel_cache();
     const std::vector<Kernel>& kernels = partition.kernels;
     std::vector<KernelFn> fns(kernels.size(), nullptr);
+    if (!is_lazy()) return fns;  // eager mode runs the per-op kernels, never a compiler
     std::vector<std::pair<const Kernel*, const std::string*>> missing;
     std::vector<std::pair<size_t, size_t>> waiting;  // (kernel, its entry in missing)
     const bool background = config().compile_in_background;
@@ -86,7 +92,7 @@ class HalideBackend final : public Backend {
         continue;
       }
       if (background && !cache.on_disk(key)) {
-        if (halide::compile_queue().submit(k, key)) continue;  // interpreted (null) until built
+        if (halide::compile_queue().submit(k, key)) continue;  // unfused (null) until built
         fns[i] = *cache.in_memory(key);
         continue;
       }

@@ -1,5 +1,7 @@
 #include "codegen/halide/compile_queue.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "codegen/halide/kernel_cache.h"
@@ -13,13 +15,24 @@ void CompileQueue::register_stop_at_exit() {
   std::atexit([] { compile_queue().stop(); });
 }
 
+// Stops the workers when the main thread exits: a thread's thread_local destructors run in exit()
+// before every static destructor and atexit handler.
+struct StopAtMainThreadExit {
+  ~StopAtMainThreadExit() { compile_queue().stop(); }
+};
+
 bool CompileQueue::submit(const Kernel& k, const std::string& key) {
   std::lock_guard<std::mutex> lock(background_mutex_);
   if (!started_) {
-    kernel_cache().remember(key, kernel_cache().load_or_build_or_null(k, key));
-    register_stop_at_exit();
     started_ = true;
-    return false;
+    if (getpid() == gettid()) {
+      static thread_local StopAtMainThreadExit stop_at_exit;
+      (void)stop_at_exit;  // constructed here, on the main thread
+    } else {
+      kernel_cache().remember(key, kernel_cache().load_or_build_or_null(k, key));
+      register_stop_at_exit();
+      return false;
+    }
   }
   if (!submitted_.insert(key).second) return true;
   Job job{key, k, {}};

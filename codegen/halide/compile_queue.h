@@ -17,17 +17,21 @@ namespace kiln::codegen::halide {
 //
 // At exit the workers are stopped (each finishes the kernel it is building) by a handler that
 // must run before the destructors of every static a compilation uses, Halide's and LLVM's
-// function-local ones included, which come to exist during the first compilations: so the
-// first kernel is compiled on the calling thread before any worker starts (a process exiting
-// while that first build ran on a worker aborted in LLVM), and the handler is registered again
-// after each build (handlers run in the reverse order of registration; a second run is a no-op).
+// function-local ones included, which come to exist during the first compilations (a process
+// exiting while a first build ran on a worker aborted in LLVM). Flushes on the main thread stop
+// them from a thread_local destructor of that thread, which exit() runs before any static's; a
+// queue first used from another thread compiles its first kernel on that thread, before any
+// worker starts, and registers an atexit handler again after each build (handlers run in the
+// reverse order of registration; a second run is a no-op).
 class CompileQueue {
  public:
-  // Whether `k` is left to the workers; false: it was built here, at once (the first one), and is
-  // in the kernel cache's memory.
+  // Whether `k` is left to the workers; false: it was built here, at once (the first one of a
+  // queue not started from the main thread), and is in the kernel cache's memory.
   bool submit(const fusion::Kernel& k, const std::string& key);
   // Puts what the workers built since the last call into the kernel cache's memory.
   void take_built();
+  // Lets the workers finish the kernels they are building and start no other (at exit: see above).
+  void stop();
 
  private:
   struct Job {
@@ -37,7 +41,6 @@ class CompileQueue {
   };
   static void register_stop_at_exit();
   void build_one();  // the job at the queue's front
-  void stop();
 
   std::mutex background_mutex_;  // guards the state below
   std::deque<Job> queue_;
