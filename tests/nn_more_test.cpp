@@ -446,7 +446,7 @@ TEST(NnMore, BicubicTrilinearAndVolumetricGridSampleAsLibtorch) {
   expect_values(F::interpolate(img, Opts().scale_factor(std::vector<double>{1.7, 2.5}).mode(torch::kBicubic)),
                 ref::bicubic_scale);
   expect_values(F::interpolate(img.to(torch::kFloat), Opts().size(std::vector<int64_t>{5, 7}).mode(torch::kBicubic)),
-                ref::bicubic_float, 1e-6);
+                ref::bicubic_float, 5e-6);  // libtorch sums the 16 taps in another order
   const Tensor vol = wave({1, 2, 2, 3, 4}, 0.53, 0.2);
   expect_values(F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 4, 5}).mode(torch::kTrilinear)),
                 ref::trilinear);
