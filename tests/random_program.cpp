@@ -160,7 +160,7 @@ std::string Program::to_string() const {
   return os.str();
 }
 
-Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool integers) {
   std::mt19937_64 rng(structure_seed), sizes(size_seed);
   Program p;
   // float64 in a quarter of the programs; float16 and bfloat16 (computed in float32, each node
@@ -170,7 +170,7 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
   // Integers in one structure in eight, from a stream of their own so that the other programs stay
   // as they were.
   std::mt19937_64 integer_draw(structure_seed * 0x9e3779b97f4a7c15ull + 7);
-  if (integer_draw() % 8 == 0) p.dtype = integer_draw() % 2 ? kLong : kInt;
+  if (integers && integer_draw() % 8 == 0) p.dtype = integer_draw() % 2 ? kLong : kInt;
   const bool integer = is_integer(p.dtype);
   p.data_seed = size_seed;
   std::vector<Tensor> v;  // shapes only: tracing without flushing
