@@ -262,7 +262,9 @@ const Op kNoGradient[] = {Op::Const, Op::Input, Op::Not, Op::Eq, Op::Ne, Op::Lt,
                           Op::ArgMin,
                           // positions: the values gathered at them carry the gradient (scan_sort.cpp)
                           Op::CumMaxIndex, Op::CumMinIndex, Op::SortIndex, Op::TopKIndex, Op::KthValueIndex,
-                          Op::MedianIndex, Op::ModeIndex, Op::SearchSorted};
+                          Op::MedianIndex, Op::ModeIndex, Op::SearchSorted,
+                          // integers and bools only
+                          Op::BitAnd, Op::BitOr, Op::BitXor, Op::ShiftLeft, Op::ShiftRight, Op::BitNot};
 
 const Derivative kViewRows[] = {
     {"ViewBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.reshape(a.in_shapes[0])}; }},

@@ -1,6 +1,7 @@
 // Elementwise ops: type promotion and broadcasting here, one primitive (or a short composite of
 // primitives) each. Composite ops get their gradient from the primitives they are made of.
 #include <cmath>
+#include <string_view>
 
 #include "frontend/derivatives.h"
 #include "frontend/ops.h"
@@ -274,20 +275,122 @@ Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, wrap_scalar(b,
 Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, wrap_scalar(b, a)); }
 Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
 Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
-// &, | and ~ are bitwise in libtorch: logical on bool tensors, bitwise on integers (which kiln
-// lacks, so they throw rather than answer logically), refused on floats.
-static const Tensor& bool_operand(const Tensor& t, const char* op) {
-  KILN_CHECK(t.dtype() == kBool, op, ": only bool tensors are supported (got ", detail::shape_str(t), ")");
-  return t;
-}
-Tensor operator&(const Tensor& a, const Tensor& b) {
-  return logical_and(bool_operand(a, "bitwise_and"), bool_operand(b, "bitwise_and"));
-}
-Tensor operator|(const Tensor& a, const Tensor& b) {
-  return logical_or(bool_operand(a, "bitwise_or"), bool_operand(b, "bitwise_or"));
-}
-Tensor Tensor::operator~() const { return kiln::logical_not(bool_operand(*this, "bitwise_not")); }
+// &, |, ^ and ~ are libtorch's bitwise ops (frontend/integer_ops.def): logical on bool tensors.
+Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+Tensor operator&(const Tensor& a, const Scalar& b) { return bitwise_and(a, b); }
+Tensor operator|(const Tensor& a, const Scalar& b) { return bitwise_or(a, b); }
+Tensor operator^(const Tensor& a, const Scalar& b) { return bitwise_xor(a, b); }
+Tensor operator&(const Scalar& a, const Tensor& b) { return bitwise_and(a, b); }
+Tensor operator|(const Scalar& a, const Tensor& b) { return bitwise_or(a, b); }
+Tensor operator^(const Scalar& a, const Tensor& b) { return bitwise_xor(a, b); }
+Tensor Tensor::operator~() const { return kiln::bitwise_not(*this); }
 
+// --- bitwise ---
+
+// Integer and bool operands only, as libtorch's kernels (shifts: integers only); the result type
+// as every binary op promotes, a number taking the tensor's dtype within its category.
+static Tensor bitwise(Op op, const Tensor& a, const Tensor& b, const char* name) {
+  const ScalarType t = result_type(a, b);
+  const bool shift = op == Op::ShiftLeft || op == Op::ShiftRight;
+  KILN_CHECK(!is_floating(t) && !(shift && t == kBool), name, ": not implemented for ", dtype_name(t), " (",
+             detail::shape_str(a), " and ", detail::shape_str(b), "); it takes ",
+             shift ? "integer tensors" : "integer and bool tensors");
+  Shape s = broadcast(a, b, name);
+  Tensor ca, cb;
+  return detail::elementwise(op, {as_dtype(a, t, ca), as_dtype(b, t, cb)}, std::move(s), t);
+}
+#define KILN_INTEGER_BINARY(name, op)                                                                    \
+  Tensor name(const Tensor& a, const Tensor& b) { return bitwise(Op::op, a, b, #name); }                 \
+  Tensor name(const Tensor& a, const Scalar& b) { return bitwise(Op::op, a, wrap_scalar(b, a), #name); } \
+  Tensor name(const Scalar& a, const Tensor& b) { return bitwise(Op::op, wrap_scalar(a, b), b, #name); } \
+  Tensor Tensor::name(const Tensor& other) const { return kiln::name(*this, other); }                    \
+  Tensor Tensor::name(const Scalar& other) const { return kiln::name(*this, other); }
+#include "frontend/integer_ops.def"
+// ~ of a bool is logical (Not): the integer BitNot of 1 would be -2, true again.
+Tensor bitwise_not(const Tensor& x) {
+  KILN_CHECK(!x.is_floating_point(), "bitwise_not: not implemented for ", dtype_name(x.dtype()), " (",
+             detail::shape_str(x), "); it takes integer and bool tensors");
+  return unary(x.dtype() == kBool ? Op::Not : Op::BitNot, x);
+}
+Tensor Tensor::bitwise_not() const { return kiln::bitwise_not(*this); }
+// libtorch's names of the operators: __and__ is bitwise_and, ... (in place: inplace.cpp).
+#define KILN_BITWISE_OPERATOR(name, op)                                                       \
+  Tensor Tensor::__##name##__(const Tensor& o) const { return kiln::bitwise_##op(*this, o); } \
+  Tensor Tensor::__##name##__(const Scalar& o) const { return kiln::bitwise_##op(*this, o); }
+KILN_BITWISE_OPERATOR(and, and)
+KILN_BITWISE_OPERATOR(or, or)
+KILN_BITWISE_OPERATOR(xor, xor)
+KILN_BITWISE_OPERATOR(lshift, left_shift)
+KILN_BITWISE_OPERATOR(rshift, right_shift)
+#undef KILN_BITWISE_OPERATOR
+
+// --- rounding division ---
+
+// libtorch 1.13's floor division of floats (div_floor_floating, Python's //): from fmod's
+// remainder, the quotient corrected towards -inf and rounded to the nearest integer; a zero
+// quotient keeps the sign of a / b, and by zero it is a / b. No gradient flows (zero, as libtorch's).
+static Tensor floor_divide_floats(const Tensor& a, const Tensor& b) {
+  const Tensor mod = fmod(a, b);
+  Tensor div = (a - mod) / b;
+  div = where(logical_and(mod != 0, (b < 0) != (mod < 0)), div - 1, div);
+  const Tensor floored = floor(div);
+  Tensor out = where(div - floored > 0.5, floored + 1, floored);
+  const Tensor quotient = a / b;
+  out = where(div == 0, quotient * 0, out);  // 0 with the quotient's sign
+  return where(b == 0, quotient, out);
+}
+// Integers: C's truncating quotient, one less where the remainder's sign differs from b's. By
+// zero, 0 (libtorch throws ZeroDivisionError, which a lazy kernel cannot).
+static Tensor floor_divide_integers(const Tensor& a, const Tensor& b, const Shape& s, ScalarType t) {
+  const Tensor quotient = detail::elementwise(Op::Div, {a, b}, s, t);
+  const Tensor mod = fmod(a, b);
+  return quotient - logical_and(mod != 0, (b < 0) != (mod < 0)).to(t);
+}
+// A result that depends on `inputs` with a zero gradient, as libtorch's rounding divisions have:
+// where(true, value, input), whose gradient to the input is where(true, 0, grad).
+static Tensor with_zero_gradient(Tensor value, const Tensor& a, const Tensor& b) {
+  if (!autograd::GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad())) return value;
+  const Tensor all = kiln::ones_like(value, kBool);
+  for (const Tensor* input : {&a, &b})
+    if (input->requires_grad()) value = where(all, value, *input);
+  return value;
+}
+
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+  if (!rounding_mode) return div(a, b);
+  const bool floor_mode = *rounding_mode == "floor";
+  KILN_CHECK(floor_mode || *rounding_mode == "trunc",
+             "div: expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", *rounding_mode, "'");
+  const ScalarType t = result_type(a, b);
+  KILN_CHECK(t != kBool, "div: rounding_mode '", *rounding_mode, "' is not implemented for bool (",
+             detail::shape_str(a), " and ", detail::shape_str(b), ")");
+  const Shape s = broadcast(a, b, "div");
+  Tensor ca, cb;
+  const Tensor& x = as_dtype(a, t, ca);
+  const Tensor& y = as_dtype(b, t, cb);
+  if (is_integer(t)) return floor_mode ? floor_divide_integers(x, y, s, t) : detail::elementwise(Op::Div, {x, y}, s, t);
+  Tensor out;
+  {
+    autograd::NoGradGuard no_grad;
+    out = floor_mode ? floor_divide_floats(x, y) : trunc(x / y);
+  }
+  return named(with_zero_gradient(out, a, b), "DivBackward3", {a, b});
+}
+Tensor div(const Tensor& a, const Scalar& b, std::optional<std::string_view> rounding_mode) {
+  return div(a, wrap_scalar(b, a), rounding_mode);
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  KILN_CHECK(result_type(a, b) != kBool, "floor_divide: not implemented for bool (", detail::shape_str(a), " and ",
+             detail::shape_str(b), ")");
+  return div(a, b, "floor");
+}
+Tensor floor_divide(const Tensor& a, const Scalar& b) { return floor_divide(a, wrap_scalar(b, a)); }
+Tensor Tensor::div(const Tensor& o, std::optional<std::string_view> mode) const { return kiln::div(*this, o, mode); }
+Tensor Tensor::div(const Scalar& o, std::optional<std::string_view> mode) const { return kiln::div(*this, o, mode); }
+Tensor Tensor::floor_divide(const Tensor& o) const { return kiln::floor_divide(*this, o); }
+Tensor Tensor::floor_divide(const Scalar& o) const { return kiln::floor_divide(*this, o); }
 // --- methods ---
 
 #define KILN_UNARY(name) \

@@ -81,6 +81,33 @@ Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) const {
   Tensor& Tensor::name##_(const Tensor& o) const { return write(*this, kiln::name(before(*this), o), #name "_"); } \
   Tensor& Tensor::name##_(const Scalar& o) const { return write(*this, kiln::name(before(*this), o), #name "_"); }
 #include "frontend/elementwise_ops.def"
+Tensor& Tensor::div_(const Tensor& o, std::optional<std::string_view> mode) const {
+  return write(*this, kiln::div(before(*this), o, mode), "div_");
+}
+Tensor& Tensor::div_(const Scalar& o, std::optional<std::string_view> mode) const {
+  return write(*this, kiln::div(before(*this), o, mode), "div_");
+}
+Tensor& Tensor::floor_divide_(const Tensor& o) const {
+  return write(*this, kiln::floor_divide(before(*this), o), "floor_divide_");
+}
+Tensor& Tensor::floor_divide_(const Scalar& o) const {
+  return write(*this, kiln::floor_divide(before(*this), o), "floor_divide_");
+}
+#define KILN_INTEGER_UNARY(name, op) \
+  Tensor& Tensor::name##_() const { return write(*this, kiln::name(*this), #name "_"); }
+#define KILN_INTEGER_BINARY(name, op)                                                                      \
+  Tensor& Tensor::name##_(const Tensor& o) const { return write(*this, kiln::name(*this, o), #name "_"); } \
+  Tensor& Tensor::name##_(const Scalar& o) const { return write(*this, kiln::name(*this, o), #name "_"); }
+#include "frontend/integer_ops.def"
+#define KILN_BITWISE_OPERATOR(name, op)                                               \
+  Tensor& Tensor::__i##name##__(const Tensor& o) const { return bitwise_##op##_(o); } \
+  Tensor& Tensor::__i##name##__(const Scalar& o) const { return bitwise_##op##_(o); }
+KILN_BITWISE_OPERATOR(and, and)
+KILN_BITWISE_OPERATOR(or, or)
+KILN_BITWISE_OPERATOR(xor, xor)
+KILN_BITWISE_OPERATOR(lshift, left_shift)
+KILN_BITWISE_OPERATOR(rshift, right_shift)
+#undef KILN_BITWISE_OPERATOR
 Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) const {
   return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
 }

@@ -79,6 +79,11 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Scalar& b);
+// rounding_mode "trunc" or "floor" (libtorch 1.13's floor division: Python's //), or none.
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode);
+Tensor div(const Tensor& a, const Scalar& b, std::optional<std::string_view> rounding_mode);
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, const Scalar& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -88,6 +93,12 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
+#define KILN_INTEGER_BINARY(name, op)            \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, const Scalar& b); \
+  Tensor name(const Scalar& a, const Tensor& b);
+#define KILN_INTEGER_UNARY(name, op) Tensor name(const Tensor& x);
+#include "frontend/integer_ops.def"
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -223,6 +234,16 @@ Tensor upsample_linear1d(const Tensor& input, IntArrayRef output_size, bool alig
 Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
                            std::optional<double> scales_h = std::nullopt,
                            std::optional<double> scales_w = std::nullopt);
+// Bicubic (libtorch's cubic convolution, A = -0.75, taps clamped at the border) over [N, C, H, W];
+// trilinear and nearest over [N, C, D, H, W].
+Tensor upsample_bicubic2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt);
+Tensor upsample_trilinear3d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                            std::optional<double> scales_d = std::nullopt,
+                            std::optional<double> scales_h = std::nullopt,
+                            std::optional<double> scales_w = std::nullopt);
+Tensor upsample_nearest3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d = std::nullopt,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt);
 // nearest-exact: source floor((dst + 0.5) * in / out), interpolate's "nearest-exact" mode.
 Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size,
                                  std::optional<double> scales = std::nullopt);

@@ -6,10 +6,12 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "frontend/accessor.h"
 #include "frontend/device.h"
 #include "frontend/scalar.h"
 #include "runtime/error.h"
@@ -75,6 +77,32 @@ class Tensor {
   T* data_ptr() const;
   void* data_ptr() const;              // for writing too: later ops read the memory (tensor.cpp)
   const void* const_data_ptr() const;  // for reading only (as libtorch 2's)
+  // a[i][j] over data_ptr<T>()'s memory (frontend/accessor.h), T and N checked as libtorch does;
+  // not on a temporary, whose sizes the accessor would outlive.
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
+    static_assert(N > 0, "accessor is used for indexing tensor, for scalars use *data_ptr<T>()");
+    KILN_CHECK(dim() == int64_t(N), "TensorAccessor expected ", N, " dims but tensor has ", dim());
+    return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());
+  }
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() const& {
+    static_assert(N > 0, "accessor is used for indexing tensor, for scalars use *data_ptr<T>()");
+    KILN_CHECK(dim() == int64_t(N), "TensorAccessor expected ", N, " dims but tensor has ", dim());
+    return GenericPackedTensorAccessor<T, N, PtrTraits, index_t>(data_ptr<T>(), sizes().data(), strides().data());
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const& {
+    KILN_CHECK(numel() <= int64_t(INT32_MAX),
+               "numel needs to be smaller than int32_t max; otherwise, please use packed_accessor64");
+    return generic_packed_accessor<T, N, PtrTraits, int32_t>();
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const& {
+    return generic_packed_accessor<T, N, PtrTraits, int64_t>();
+  }
   template <typename T>
   std::vector<T> to_vector() const;  // contiguous copy of the values
 
@@ -183,6 +211,31 @@ class Tensor {
   Tensor mul(const Scalar& o) const;
   Tensor div(const Tensor& o) const;
   Tensor div(const Scalar& o) const;
+  Tensor div(const Tensor& o, std::optional<std::string_view> rounding_mode) const;
+  Tensor div(const Scalar& o, std::optional<std::string_view> rounding_mode) const;
+  Tensor floor_divide(const Tensor& o) const;
+  Tensor floor_divide(const Scalar& o) const;
+  // frontend/integer_ops.def's bitwise ops, and libtorch's names of their operators.
+#define KILN_INTEGER_BINARY(name, op)         \
+  Tensor name(const Tensor& other) const;     \
+  Tensor name(const Scalar& other) const;     \
+  Tensor& name##_(const Tensor& other) const; \
+  Tensor& name##_(const Scalar& other) const;
+#define KILN_INTEGER_UNARY(name, op) \
+  Tensor name() const;               \
+  Tensor& name##_() const;
+#include "frontend/integer_ops.def"
+#define KILN_BITWISE_OPERATOR(name)             \
+  Tensor __##name##__(const Tensor& o) const;   \
+  Tensor __##name##__(const Scalar& o) const;   \
+  Tensor& __i##name##__(const Tensor& o) const; \
+  Tensor& __i##name##__(const Scalar& o) const;
+  KILN_BITWISE_OPERATOR(and)
+  KILN_BITWISE_OPERATOR(or)
+  KILN_BITWISE_OPERATOR(xor)
+  KILN_BITWISE_OPERATOR(lshift)
+  KILN_BITWISE_OPERATOR(rshift)
+#undef KILN_BITWISE_OPERATOR
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor eq(const Tensor& o) const;
@@ -284,6 +337,10 @@ class Tensor {
   Tensor& mul_(const Scalar& o) const;
   Tensor& div_(const Tensor& o) const;
   Tensor& div_(const Scalar& o) const;
+  Tensor& div_(const Tensor& o, std::optional<std::string_view> rounding_mode) const;
+  Tensor& div_(const Scalar& o, std::optional<std::string_view> rounding_mode) const;
+  Tensor& floor_divide_(const Tensor& o) const;
+  Tensor& floor_divide_(const Scalar& o) const;
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor& zero_() const;
   Tensor& fill_(const Scalar& v) const;
@@ -312,7 +369,7 @@ class Tensor {
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
   Tensor operator-() const { return neg(); }
-  Tensor operator~() const;  // bool tensors only (elementwise.cpp)
+  Tensor operator~() const;  // bitwise_not
 
   // Replaces this tensor's values (and, under autograd, its history) with `value` computed out
   // of place: the one path every in-place op takes.
@@ -403,6 +460,13 @@ Tensor operator&&(const Tensor& a, const Tensor& b);
 Tensor operator||(const Tensor& a, const Tensor& b);
 Tensor operator&(const Tensor& a, const Tensor& b);
 Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, const Scalar& b);
+Tensor operator|(const Tensor& a, const Scalar& b);
+Tensor operator^(const Tensor& a, const Scalar& b);
+Tensor operator&(const Scalar& a, const Tensor& b);
+Tensor operator|(const Scalar& a, const Tensor& b);
+Tensor operator^(const Scalar& a, const Tensor& b);
 
 // Forces every pending value of this thread's segment to be computed.
 void sync();

@@ -1,4 +1,4 @@
-// Resampling (nearest, nearest-exact, linear, bilinear), written from primitives: one spatial
+// Resampling (nearest, nearest-exact, linear, bilinear, bicubic, trilinear), written from primitives: one spatial
 // axis at a time, an index_select of each output position's source (nearest), or the weighted sum
 // of two index_selects (linear). The tables follow libtorch's CPU kernels, in the input's
 // precision (float for float32), so positions on a boundary round as libtorch's do; bilinear
@@ -57,6 +57,46 @@ LinearTable linear_table(int64_t in, int64_t out, bool align_corners, std::optio
   return t;
 }
 
+// libtorch's bicubic: four taps at floor(src) - 1 ... floor(src) + 2, clamped to the input (border
+// replication), weighted by Keys' cubic convolution with A = -0.75; src is not clamped at 0.
+struct CubicTable {
+  std::vector<int64_t> taps[4];
+  std::vector<double> weights[4];
+};
+
+template <typename T>
+CubicTable cubic_table(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  const T s = align_corners ? (out > 1 ? T(in - 1) / T(out - 1) : T(0)) : scale_value<T>(scale, in, out);
+  const T a = T(-0.75);
+  auto near = [a](T x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [a](T x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  CubicTable t;
+  for (int64_t i = 0; i < out; ++i) {
+    const T src = align_corners ? s * T(i) : s * (T(i) + T(0.5)) - T(0.5);
+    const int64_t floor_src = int64_t(std::floor(src));
+    const T frac = src - T(floor_src);
+    const T w[4] = {far(frac + 1), near(frac), near(1 - frac), far(2 - frac)};
+    for (int k = 0; k < 4; ++k) {
+      t.taps[k].push_back(std::min(std::max<int64_t>(floor_src - 1 + k, 0), in - 1));
+      t.weights[k].push_back(double(w[k]));
+    }
+  }
+  return t;
+}
+
+Tensor resample_cubic(const Tensor& x, int64_t dim, const CubicTable& t) {
+  Shape weight_shape(x.dim() - dim, 1);
+  weight_shape[0] = int64_t(t.taps[0].size());
+  const Device on = x.device();
+  Tensor out;
+  for (int k = 0; k < 4; ++k) {
+    Tensor term =
+        index_select(x, dim, tensor(t.taps[k]).to(on)) * tensor(t.weights[k], x.dtype()).to(on).view(weight_shape);
+    out = k == 0 ? term : out + term;
+  }
+  return out;
+}
+
 // x resampled along `dim` by the table.
 Tensor resample_linear(const Tensor& x, int64_t dim, const LinearTable& t) {
   Shape weight_shape(x.dim() - dim, 1);
@@ -85,6 +125,10 @@ Tensor resample(const char* op, const Tensor& input, IntArrayRef output_size, in
       if (size != in || mode == "nearest-exact")
         out = index_select(out, dim,
                            tensor(nearest_table(in, size, scales[i], mode == "nearest-exact")).to(out.device()));
+    } else if (mode == "cubic") {
+      out = resample_cubic(out, dim,
+                           input.dtype() == kFloat64 ? cubic_table<double>(in, size, align_corners, scales[i])
+                                                     : cubic_table<float>(in, size, align_corners, scales[i]));
     } else {
       out = resample_linear(out, dim,
                             input.dtype() == kFloat64 ? linear_table<double>(in, size, align_corners, scales[i])
@@ -117,6 +161,26 @@ Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool al
                            std::optional<double> scales_h, std::optional<double> scales_w) {
   Tensor out = resample("upsample_bilinear2d", input, output_size, 2, {scales_h, scales_w}, "linear", align_corners);
   return detail::named(out, "UpsampleBilinear2DBackward0", {input});
+}
+
+Tensor upsample_bicubic2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  Tensor out = resample("upsample_bicubic2d", input, output_size, 2, {scales_h, scales_w}, "cubic", align_corners);
+  return detail::named(out, "UpsampleBicubic2DBackward0", {input});
+}
+
+Tensor upsample_trilinear3d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                            std::optional<double> scales_d, std::optional<double> scales_h,
+                            std::optional<double> scales_w) {
+  Tensor out =
+      resample("upsample_trilinear3d", input, output_size, 3, {scales_d, scales_h, scales_w}, "linear", align_corners);
+  return detail::named(out, "UpsampleTrilinear3DBackward0", {input});
+}
+
+Tensor upsample_nearest3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d,
+                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  Tensor out = resample("upsample_nearest3d", input, output_size, 3, {scales_d, scales_h, scales_w}, "nearest", false);
+  return detail::named(out, "UpsampleNearest3DBackward0", {input});
 }
 
 Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales) {

@@ -371,9 +371,9 @@ TEST_F(ConvModules, BadInputsNameTheOpAndShapes) {
   EXPECT_THROW_WITH(F::interpolate(x, IO().size(std::vector<int64_t>{4, 4}).mode(kiln::kLinear)),
                     "interpolate: got "
                     "4D input [2, 4, 3, 3] float32, but linear mode needs 3D input");
-  EXPECT_THROW_WITH(F::interpolate(x, IO().size(std::vector<int64_t>{4, 4}).mode(kiln::kBicubic)),
-                    "interpolate: mode "
-                    "bicubic is not supported");
+  EXPECT_THROW_WITH(F::interpolate(x1, IO().size(std::vector<int64_t>{4}).mode(kiln::kBicubic)),
+                    "interpolate: got "
+                    "3D input [2, 4, 5] float32, but bicubic mode needs 4D input");
   EXPECT_THROW_WITH(F::interpolate(x, IO().size(std::vector<int64_t>{0, 4})),
                     "upsample_nearest2d: input [2, 4, 3, 3] float32 "
                     "and output size [0, 4] should be greater than 0");

@@ -4,6 +4,7 @@
 // CI runs 2000 programs over a bounded set of structures (sizes vary freely: they are kernel
 // arguments, so kernels are reused); a fuzzing session runs more with
 //   KILN_FUZZ_PROGRAMS=100000 KILN_FUZZ_STRUCTURES=5000 ./kiln_tests --gtest_filter=Differential.*
+// and KILN_FUZZ_INTEGERS=1 adds int64 and int32 programs (bitwise ops, shifts, floor division).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -53,7 +54,7 @@ void expect_programs_match(int64_t programs, int64_t structures, bool special_va
   int failures = 0;
   for (int64_t i = 0; i < programs && failures < 3; ++i) {
     const uint64_t structure = uint64_t(i % structures), sizes = uint64_t(i);
-    Program p = fuzz::generate(structure, sizes, 4 + int(structure % 7));
+    Program p = fuzz::generate(structure, sizes, 4 + int(structure % 7), env_or("KILN_FUZZ_INTEGERS", 0) != 0);
     p.special_values = special_values;
     std::string diff = difference(p, backend);
     if (diff.empty()) continue;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "backend_guard.h"
 #include "expect_error.h"
 #include "runtime/config.h"
 
@@ -29,15 +30,7 @@ ScalarType by_libtorch_name(const std::string& name) {
   throw std::runtime_error("unknown dtype " + name);
 }
 
-// The interpreter or the Halide backend (lazy, kernels compiled before they run), restored after.
-struct Backend {
-  explicit Backend(const char* name) : saved(kiln::config()) {
-    kiln::config().backend = name;
-    kiln::config().compile_in_background = false;
-  }
-  ~Backend() { kiln::config() = saved; }
-  kiln::Config saved;
-};
+using Backend = BackendGuard;  // the interpreter or the Halide backend, restored after
 
 TEST(Dtypes, PromotionTableMatchesLibtorch) {
   // torch::promote_types(row, column), printed by libtorch 1.13.

@@ -8,6 +8,7 @@
 #include "expect_error.h"
 #include "gradcheck.h"
 #include "nn_more_reference.h"
+#include "resample_reference.h"
 
 namespace {
 
@@ -428,4 +429,100 @@ TEST(NnMore, BadInputsThrow) {
                     "cosine_embedding_loss: expected input1 and input2 of one shape");
   EXPECT_THROW_WITH(torch::zeros({3}).index_put_({torch::tensor({5})}, torch::ones({1}), true),
                     "index 5 is out of bounds");
+}
+
+// Bicubic (both align_corners, up, down, by scale factor, float32), trilinear and 5-D nearest
+// interpolation, and 5-D grid_sample in every mode and padding, against libtorch 1.13.
+TEST(NnMore, BicubicTrilinearAndVolumetricGridSampleAsLibtorch) {
+  using Opts = F::InterpolateFuncOptions;
+  const Tensor img = wave({2, 2, 3, 4}, 0.7, 0.3);
+  expect_values(F::interpolate(img, Opts().size(std::vector<int64_t>{5, 7}).mode(torch::kBicubic).align_corners(false)),
+                ref::bicubic_up);
+  expect_values(F::interpolate(img, Opts().size(std::vector<int64_t>{5, 7}).mode(torch::kBicubic).align_corners(true)),
+                ref::bicubic_up_ac);
+  expect_values(F::interpolate(wave({1, 2, 6, 5}, 0.37, 0.1),
+                               Opts().size(std::vector<int64_t>{4, 3}).mode(torch::kBicubic).align_corners(false)),
+                ref::bicubic_down);
+  expect_values(F::interpolate(img, Opts().scale_factor(std::vector<double>{1.7, 2.5}).mode(torch::kBicubic)),
+                ref::bicubic_scale);
+  expect_values(F::interpolate(img.to(torch::kFloat), Opts().size(std::vector<int64_t>{5, 7}).mode(torch::kBicubic)),
+                ref::bicubic_float, 5e-6);  // libtorch sums the 16 taps in another order
+  const Tensor vol = wave({1, 2, 2, 3, 4}, 0.53, 0.2);
+  expect_values(F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 4, 5}).mode(torch::kTrilinear)),
+                ref::trilinear);
+  expect_values(
+      F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 4, 5}).mode(torch::kTrilinear).align_corners(true)),
+      ref::trilinear_ac);
+  expect_values(F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 5, 6}).mode(torch::kNearest)), ref::nearest3d);
+
+  const Tensor grid = wave({2, 2, 3, 2, 3}, 0.81, 0.4) * 1.3, input = wave({2, 2, 3, 4, 5}, 0.29, 0.7);
+  const std::vector<double>* expected[] = {
+      &ref::grid5d_trilinear_zeros,     &ref::grid5d_trilinear_zeros_ac,   &ref::grid5d_trilinear_border,
+      &ref::grid5d_trilinear_border_ac, &ref::grid5d_trilinear_reflection, &ref::grid5d_trilinear_reflection_ac,
+      &ref::grid5d_nearest_zeros,       &ref::grid5d_nearest_zeros_ac,     &ref::grid5d_nearest_border,
+      &ref::grid5d_nearest_border_ac,   &ref::grid5d_nearest_reflection,   &ref::grid5d_nearest_reflection_ac};
+  int k = 0;
+  for (int nearest = 0; nearest < 2; ++nearest)
+    for (int padding = 0; padding < 3; ++padding)
+      for (int align = 0; align < 2; ++align) {
+        auto options = F::GridSampleFuncOptions().align_corners(align == 1);
+        if (nearest) options.mode(torch::kNearest);
+        if (padding == 1) options.padding_mode(torch::kBorder);
+        if (padding == 2) options.padding_mode(torch::kReflection);
+        const Tensor out = F::grid_sample(input, grid, options);
+        EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{2, 2, 2, 3, 2}));
+        expect_values(out, *expected[k++]);
+      }
+}
+
+TEST(NnMore, BicubicTrilinearAndVolumetricGridSampleGradients) {
+  for (bool align : {false, true}) {
+    EXPECT_TRUE(check(
+        [align](const torch::TensorList& v) {
+          return F::interpolate(
+              v[0],
+              F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 5}).mode(torch::kBicubic).align_corners(align));
+        },
+        {leaf({1, 2, 3, 3}, 0.7, 0.3)}))
+        << align;
+    EXPECT_TRUE(check(
+        [align](const torch::TensorList& v) {
+          return F::interpolate(v[0], F::InterpolateFuncOptions()
+                                          .size(std::vector<int64_t>{3, 3, 4})
+                                          .mode(torch::kTrilinear)
+                                          .align_corners(align));
+        },
+        {leaf({1, 1, 2, 2, 3}, 0.7, 0.3)}, first_order()))
+        << align;
+  }
+  for (int padding = 0; padding < 3; ++padding)
+    EXPECT_TRUE(check(
+        [padding](const torch::TensorList& v) {
+          auto options = F::GridSampleFuncOptions().align_corners(false);
+          if (padding == 1) options.padding_mode(torch::kBorder);
+          if (padding == 2) options.padding_mode(torch::kReflection);
+          return F::grid_sample(v[0], v[1], options);
+        },
+        {leaf({1, 2, 2, 3, 3}, 0.29, 0.7), gradcheck::leaf(wave({1, 2, 2, 1, 3}, 0.81, 0.4) * 0.9)}, first_order()))
+        << padding;
+}
+
+TEST(NnMore, BicubicTrilinearAndVolumetricGridSampleBadInputs) {
+  EXPECT_THROW_WITH(
+      F::interpolate(
+          wave({1, 2, 3}, 0.1, 0.2),
+          F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).mode(torch::kBicubic).align_corners(false)),
+      "interpolate: got 3D input [1, 2, 3] float64, but bicubic mode needs 4D input");
+  EXPECT_THROW_WITH(
+      F::interpolate(wave({1, 2, 3, 3}, 0.1, 0.2),
+                     F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 4, 4}).mode(torch::kTrilinear)),
+      "interpolate: size shape must match input shape");
+  EXPECT_THROW_WITH(
+      F::interpolate(wave({1, 2, 3, 3, 3}, 0.1, 0.2),
+                     F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 4, 4}).mode(torch::kBilinear)),
+      "interpolate: mode bilinear of 5D input [1, 2, 3, 3, 3] float64 is not supported by kiln");
+  EXPECT_THROW_WITH(F::grid_sample(wave({1, 2, 3, 3, 3}, 0.1, 0.2), wave({1, 2, 2, 2, 2}, 0.1, 0.2)),
+                    "grid_sample: kiln samples 4D input");
+  EXPECT_THROW_WITH(F::grid_sample(wave({1, 2, 3, 3, 3}, 0.1, 0.2), wave({2, 2, 2, 2, 3}, 0.1, 0.2)),
+                    "grid_sample: expected grid and input to have same batch size");
 }

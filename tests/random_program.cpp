@@ -34,6 +34,13 @@ const char* kBinary[] = {"add", "sub", "mul", "div_safe", "maximum", "minimum", 
 const char* kReduce[] = {
     "sum",  "mean",   "amax",    "amin",         "var",  "logsumexp", "softmax", "log_softmax",
     "prod", "cumsum", "cumprod", "logcumsumexp", "sort", "cummax"};  // the last five: scans along a dim
+// Integer programs (int64 or int32, one structure in eight) draw from these: ops exact on
+// integers, wrapping alike on every backend, with shift counts kept in [0, 15].
+const char* kIntegerUnary[] = {"neg", "abs", "bitwise_not", "sign"};
+const char* kIntegerBinary[] = {"add",          "sub",        "mul",         "maximum",    "minimum",
+                                "bitwise_and",  "bitwise_or", "bitwise_xor", "shift_left", "shift_right",
+                                "floor_divide", "fmod",       "where_gt"};
+const char* kIntegerReduce[] = {"sum", "amax", "amin", "cumsum", "cummax"};
 const char* kView[] = {"transpose", "permute", "narrow", "select", "unsqueeze", "expand", "flatten", "slice2"};
 
 template <size_t N>
@@ -68,6 +75,17 @@ Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
     if (const auto* u = find_listed(kListedUnary, op.substr(6))) return u->apply(squashed_for(op.substr(6), a(0)));
   if (op.rfind("binary:", 0) == 0)
     if (const auto* b = find_listed(kListedBinary, op.substr(7))) return b->apply(a(0), a(1));
+  if (op == "neg") return a(0).neg();
+  if (op == "abs") return a(0).abs();
+  if (op == "sign") return a(0).sign();
+  if (op == "bitwise_not") return ~a(0);
+  if (op == "bitwise_and") return a(0) & a(1);
+  if (op == "bitwise_or") return a(0) | a(1);
+  if (op == "bitwise_xor") return a(0) ^ a(1);
+  if (op == "shift_left") return a(0).__lshift__(a(1) & 15);
+  if (op == "shift_right") return a(0).__rshift__(a(1) & 15);
+  if (op == "floor_divide") return a(0).floor_divide(a(1));  // by zero: 0 on every backend
+  if (op == "fmod") return a(0).fmod(a(1));
   if (op == "exp_tanh") return (a(0).tanh() * 2).exp();
   if (op == "log_abs") return (a(0).abs() + 0.5).log();
   if (op == "sqrt_abs") return (a(0).abs() + 0.25).sqrt();
@@ -142,13 +160,18 @@ std::string Program::to_string() const {
   return os.str();
 }
 
-Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool integers) {
   std::mt19937_64 rng(structure_seed), sizes(size_seed);
   Program p;
   // float64 in a quarter of the programs; float16 and bfloat16 (computed in float32, each node
   // rounded) in one in eight each.
   const uint64_t dtype_draw = rng() % 8;
   p.dtype = dtype_draw < 2 ? kDouble : dtype_draw == 2 ? kHalf : dtype_draw == 3 ? kBFloat16 : kFloat;
+  // Integers in one structure in eight, from a stream of their own so that the other programs stay
+  // as they were.
+  std::mt19937_64 integer_draw(structure_seed * 0x9e3779b97f4a7c15ull + 7);
+  if (integers && integer_draw() % 8 == 0) p.dtype = integer_draw() % 2 ? kLong : kInt;
+  const bool integer = is_integer(p.dtype);
   p.data_seed = size_seed;
   std::vector<Tensor> v;  // shapes only: tracing without flushing
   auto add = [&](Instr in) {
@@ -156,7 +179,7 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
     try {
       t = in.op == "input" ? zeros(in.shape, p.dtype) : apply_instr(in, v);
     } catch (const Error&) {  // parameters that don't fit this shape: a unary op instead
-      in = {"unary:tanh", {in.args.empty() ? 0 : in.args[0]}, {}, {}};
+      in = {integer ? "neg" : "unary:tanh", {in.args.empty() ? 0 : in.args[0]}, {}, {}};
       t = apply_instr(in, v);
     }
     v.push_back(t);
@@ -182,7 +205,9 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
     const int64_t r = int64_t(s.size());
     const int family = int(rng() % 10);
     Instr in;
-    if (family <= 2 || r == 0) {
+    if (integer && (family <= 2 || r == 0)) {
+      in = {pick(rng, kIntegerUnary), {a}, {}, {}};
+    } else if (family <= 2 || r == 0) {
       in = {pick_op(rng, kListedUnary, "unary:", kUnary), {a}, {}, {}};
     } else if (family <= 4) {
       // A partner value: an existing one that broadcasts, or a new input.
@@ -196,10 +221,13 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
         }
       }
       if (b < 0 || rng() % 2 == 0) b = new_input(broadcast_like(s));
-      in = {pick_op(rng, kListedBinary, "binary:", kBinary), {a, b}, {}, {}};
+      in = {integer ? std::string(pick(rng, kIntegerBinary)) : pick_op(rng, kListedBinary, "binary:", kBinary),
+            {a, b},
+            {},
+            {}};
       if (rng() % 2) std::swap(in.args[0], in.args[1]);
     } else if (family <= 6) {
-      std::string op = pick(rng, kReduce);
+      std::string op = integer ? pick(rng, kIntegerReduce) : pick(rng, kReduce);
       std::vector<int64_t> dims;
       for (int64_t d = 0; d < r; ++d)
         if (rng() % 2) dims.push_back(rng() % 2 ? d : d - r);
@@ -250,7 +278,8 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length) {
         in = {"inplace_view", {a}, {int64_t(rng() % r)}, {}};
       }
     }
-    if (in.op.empty()) in = {"unary:tanh", {a}, {}, {}};
+    if (integer && (in.op == "matmul" || in.op == "inplace_add" || in.op == "inplace_view")) in.op.clear();
+    if (in.op.empty()) in = {integer ? "bitwise_not" : "unary:tanh", {a}, {}, {}};
     add(in);
   }
   // Outputs: the last value and a couple of random others.
@@ -265,9 +294,13 @@ Result run(const Program& p) {
   manual_seed(p.data_seed);
   std::vector<Tensor> v, inputs;
   for (const auto& in : p.instrs) {
-    if (in.op == "input") {
+    if (in.op == "input" && is_integer(p.dtype)) {  // integers in [-40, 40), no gradient
+      Tensor t = (rand(in.shape, kDouble) * 80 - 40).floor().to(p.dtype);
+      inputs.push_back(t);
+      v.push_back(t);
+    } else if (in.op == "input") {
       Tensor t = (rand(in.shape, p.dtype) * 3 - 1.5).detach();
-      if (p.special_values && t.numel() > 2) {
+      if (p.special_values && t.numel() > 2) {  // (float programs only)
         std::vector<double> values = t.to_vector<double>();
         values[0] = std::numeric_limits<double>::quiet_NaN();
         values[2] = -std::numeric_limits<double>::infinity();

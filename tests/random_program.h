@@ -32,8 +32,10 @@ struct Program {
   std::string to_string() const;
 };
 
-// Generates a program of about `length` instructions.
-Program generate(uint64_t structure_seed, uint64_t size_seed, int length);
+// Generates a program of about `length` instructions; with `integers`, one structure in eight is
+// an int64 or int32 program (their kernels' first compiles are slow: a fuzzing session asks for
+// them, KILN_FUZZ_INTEGERS=1, the CI run does not).
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool integers = false);
 
 struct Result {
   std::vector<std::vector<double>> outputs, grads;

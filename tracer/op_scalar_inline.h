@@ -17,6 +17,13 @@ namespace kiln::ir {
 namespace scalar_detail {
 inline double sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }  // keeps -0, 0 and NaN
 inline double nan_or(double a, double b, double value) { return std::isnan(a) || std::isnan(b) ? NAN : value; }
+// A bitwise op's operand in float64 (bool or integer values): its int64 (NaN and out of range: 0).
+inline int64_t bits_of(double a) { return std::fabs(a) < 0x1p63 ? int64_t(a) : 0; }
+// Shifts by a count outside [0, 63] are defined (ops.def): 0, or -1 for a negative number shifted right.
+inline int64_t shift_left(int64_t a, int64_t count) {
+  return count < 0 || count > 63 ? 0 : int64_t(uint64_t(a) << count);
+}
+inline int64_t shift_right(int64_t a, int64_t count) { return count < 0 || count > 63 ? (a < 0 ? -1 : 0) : a >> count; }
 }  // namespace scalar_detail
 
 [[gnu::always_inline]] inline double apply_scalar_op(Op op, double a, double b, ScalarType operands) {
@@ -70,6 +77,13 @@ inline double nan_or(double a, double b, double value) { return std::isnan(a) ||
     case Op::Fmod: return std::fmod(a, b);
     case Op::Atan2: return std::atan2(a, b);
     case Op::Hypot: return std::hypot(a, b);
+    case Op::BitAnd: return double(scalar_detail::bits_of(a) & scalar_detail::bits_of(b));
+    case Op::BitOr: return double(scalar_detail::bits_of(a) | scalar_detail::bits_of(b));
+    case Op::BitXor: return double(scalar_detail::bits_of(a) ^ scalar_detail::bits_of(b));
+    case Op::ShiftLeft: return double(scalar_detail::shift_left(scalar_detail::bits_of(a), scalar_detail::bits_of(b)));
+    case Op::ShiftRight:
+      return double(scalar_detail::shift_right(scalar_detail::bits_of(a), scalar_detail::bits_of(b)));
+    case Op::BitNot: return double(~scalar_detail::bits_of(a));
     case Op::Eq: return a == b;
     case Op::Ne: return a != b;
     case Op::Lt: return a < b;
@@ -122,6 +136,12 @@ inline double nan_or(double a, double b, double value) { return std::isnan(a) ||
     case Op::Max: return std::max(a, b);
     case Op::Min: return std::min(a, b);
     case Op::Fmod: return b == 0 || b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
+    case Op::BitAnd: return a & b;
+    case Op::BitOr: return a | b;
+    case Op::BitXor: return a ^ b;
+    case Op::ShiftLeft: return scalar_detail::shift_left(a, b);
+    case Op::ShiftRight: return scalar_detail::shift_right(a, b);
+    case Op::BitNot: return ~a;
     case Op::Eq: return a == b;
     case Op::Ne: return a != b;
     case Op::Lt: return a < b;

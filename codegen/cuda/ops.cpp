@@ -51,6 +51,19 @@ std::string special(const char* name, ScalarType t, const std::string& x) {
   return t == kFloat ? "((float)" + e + ")" : e;
 }
 
+// A bitwise op on int64 code `a` (and `b`), as ir::wrapping_op: a shift count outside [0, 63]
+// gives 0, or -1 for a negative number shifted right.
+std::string bit_op(Op op, const std::string& a, const std::string& b) {
+  if (op == Op::BitAnd) return "(" + a + " & " + b + ")";
+  if (op == Op::BitOr) return "(" + a + " | " + b + ")";
+  if (op == Op::BitXor) return "(" + a + " ^ " + b + ")";
+  if (op == Op::BitNot) return "(~" + a + ")";
+  const std::string out_of_range = "(" + b + " < 0 || " + b + " > 63)";
+  if (op == Op::ShiftLeft)
+    return "(" + out_of_range + " ? 0LL : (long long)((unsigned long long)" + a + " << " + b + "))";
+  return "(" + out_of_range + " ? (" + a + " < 0 ? -1LL : 0LL) : " + a + " >> " + b + ")";
+}
+
 // Node n's op computed in float `t` (float or double) on operands converted to t. The interpreter's
 // float64 path (for int64 and bool results of ops without an int64 form) uses t = double.
 // One case per op: a new op in tracer/ops.def does not compile until it is handled here.
@@ -106,6 +119,13 @@ std::string float_op(const ir::Node& n, ScalarType t, const std::vector<Value>& 
     case Op::Fmod: return call("fmod", t, {x(0), x(1)});
     case Op::Atan2: return call("atan2", t, {x(0), x(1)});
     case Op::Hypot: return call("hypot", t, {x(0), x(1)});
+    // Bool results (integers take wrapping_op): computed on the operands as integers.
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::ShiftLeft:
+    case Op::ShiftRight:
+    case Op::BitNot: return "(double)" + bit_op(n.op, "(long long)" + x(0), a.size() > 1 ? "(long long)" + x(1) : "");
     // Comparisons are the one case where `t` is the operands' type (any dtype), not the result's.
     case Op::Eq: return "(" + x(0) + " == " + x(1) + ")";
     case Op::Ne: return "(" + x(0) + " != " + x(1) + ")";
@@ -159,6 +179,12 @@ std::string wrapping_op(const ir::Node& n, const std::vector<Value>& a) {
     case Op::Mul: return "kiln_wrapping_mul(" + x(0) + ", " + x(1) + ")";
     case Op::Div: return "kiln_long_div(" + x(0) + ", " + x(1) + ")";
     case Op::Fmod: return "kiln_long_fmod(" + x(0) + ", " + x(1) + ")";
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::ShiftLeft:
+    case Op::ShiftRight:
+    case Op::BitNot: return bit_op(n.op, x(0), a.size() > 1 ? x(1) : "");
     case Op::Max: return "kiln_max(" + x(0) + ", " + x(1) + ")";
     case Op::Min: return "kiln_min(" + x(0) + ", " + x(1) + ")";
     default: return x(0);  // Copy and Cast (ir::has_wrapping_form lists the rest)

@@ -308,6 +308,27 @@ Expr integer_fmod(Expr a, Expr b) {
   return select(b == 0, make_zero(a.type()), c_remainder);
 }
 
+// Shifts as ir::wrapping_op: a count outside [0, 63] gives 0 (-1 for a negative number shifted
+// right); the count is clamped first, as LLVM's shift by the width or more is poison.
+Expr shift(Expr a, Expr count, bool left) {
+  Expr out_of_range = count < 0 || count > 63;
+  Expr c = cast(UInt(64), clamp(count, 0, 63));
+  if (left) return select(out_of_range, make_zero(a.type()), reinterpret(a.type(), reinterpret(UInt(64), a) << c));
+  return select(out_of_range, select(a < 0, cast(a.type(), -1), make_zero(a.type())), a >> c);
+}
+
+// Integer division as C's (truncating) and ir::wrapping_op: by 0, 0; by -1, the wrapping negation.
+// Halide's / is Euclidean (its remainder never negative), one away from C's where a < 0 leaves a
+// remainder. (Through float64, int64 lost its low bits and x / 0 came out INT64_MIN.)
+Expr integer_division(Expr a, Expr b) {
+  const Expr zero = make_zero(a.type());
+  Expr euclidean = a / b;
+  Expr truncated =
+      select(a < 0 && a % b != 0, euclidean + select(b > 0, make_one(a.type()), cast(a.type(), -1)), euclidean);
+  Expr negated = reinterpret(a.type(), make_zero(UInt(64)) - reinterpret(UInt(64), a));  // INT64_MIN stays
+  return select(b == 0, zero, b == -1, negated, truncated);
+}
+
 // A comparison of floats that may be NaN, as the interpreter (and C) compares them.
 Expr lower_compare(Op op, const std::vector<Expr>& a) {
   // Halide's simplifier folds x == x to true, x != x to false (x <= x, x >= x too) whatever x is:
@@ -386,7 +407,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Mul: return t.is_bool() ? a[0] && a[1] : a[0] * a[1];
     case Op::Div:
       if (t.is_float()) return a[0] / a[1];
-      return cast(t, trunc(cast(Float(64), a[0]) / cast(Float(64), a[1])));  // C semantics, as the interpreter
+      return integer_division(a[0], a[1]);
     case Op::Pow:
       // libm's, lane by lane: Halide's float pow gave 0 for NaN^y, 2^1e30 and 2^inf, 1.8e19 for
       // inf^0.5 and NaN for (-inf)^0.5, where C's pow (the interpreter's) and libtorch give NaN,
@@ -405,6 +426,13 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Fmod: return t.is_float() ? libm("fmodf", "fmod", {a[0], a[1]}) : integer_fmod(a[0], a[1]);
     case Op::Atan2: return libm("atan2f", "atan2", {a[0], a[1]});
     case Op::Hypot: return libm("hypotf", "hypot", {a[0], a[1]});
+    // Integers (int64 values) and bools only: the frontend refuses floats.
+    case Op::BitAnd: return t.is_bool() ? a[0] && a[1] : a[0] & a[1];
+    case Op::BitOr: return t.is_bool() ? a[0] || a[1] : a[0] | a[1];
+    case Op::BitXor: return t.is_bool() ? a[0] != a[1] : a[0] ^ a[1];
+    case Op::ShiftLeft: return shift(a[0], a[1], true);
+    case Op::ShiftRight: return shift(a[0], a[1], false);
+    case Op::BitNot: return t.is_bool() ? !a[0] : ~a[0];
     case Op::Eq:
     case Op::Ne:
     case Op::Lt:

@@ -101,9 +101,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
              "interpolate: align_corners option can only be set with the "
              "interpolating modes: linear | bilinear | bicubic | trilinear (got mode ",
              mode, ")");
-  KILN_CHECK(input.dim() == 3 || input.dim() == 4,
-             "interpolate: kiln resamples 3D and 4D inputs (N, C, L or N, C, "
-             "H, W), got ",
+  KILN_CHECK(input.dim() >= 3 && input.dim() <= 5,
+             "interpolate: kiln resamples 3D, 4D and 5D inputs (N, C, L or N, C, "
+             "H, W or N, C, D, H, W), got ",
              shape_str(input), " for mode ", mode);
   KILN_CHECK(!options.antialias(), "interpolate: antialias is not supported");
   const size_t spatial = size_t(input.dim() - 2);
@@ -128,9 +128,13 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
       for (size_t i = 0; i < spatial; ++i) scales[i] = (*scale_factor)[i];
   }
   const bool align_corners = options.align_corners().value_or(false);
+  if (mode == "nearest" && spatial == 3)
+    return kiln::upsample_nearest3d(input, output_size, scales[0], scales[1], scales[2]);
   if (mode == "nearest")
     return spatial == 1 ? kiln::upsample_nearest1d(input, output_size, scales[0])
                         : kiln::upsample_nearest2d(input, output_size, scales[0], scales[1]);
+  KILN_CHECK(spatial < 3 || mode == "trilinear", "interpolate: mode ", mode, " of 5D input ", shape_str(input),
+             " is not supported by kiln (nearest and trilinear are)");
   if (mode == "nearest-exact")
     return spatial == 1 ? kiln::_upsample_nearest_exact1d(input, output_size, scales[0])
                         : kiln::_upsample_nearest_exact2d(input, output_size, scales[0], scales[1]);
@@ -140,6 +144,13 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
              ", but linear mode needs 3D input");
   KILN_CHECK(mode != "bilinear" || spatial == 2, "interpolate: got ", input.dim(), "D input ", shape_str(input),
              ", but bilinear mode needs 4D input");
+  KILN_CHECK(mode != "bicubic" || spatial == 2, "interpolate: got ", input.dim(), "D input ", shape_str(input),
+             ", but bicubic mode needs 4D input");
+  KILN_CHECK(mode != "trilinear" || spatial == 3, "interpolate: got ", input.dim(), "D input ", shape_str(input),
+             ", but trilinear mode needs 5D input");
+  if (mode == "bicubic") return kiln::upsample_bicubic2d(input, output_size, align_corners, scales[0], scales[1]);
+  if (mode == "trilinear")
+    return kiln::upsample_trilinear3d(input, output_size, align_corners, scales[0], scales[1], scales[2]);
   KILN_CHECK(mode == "linear" || mode == "bilinear", "interpolate: mode ", mode, " is not supported by kiln");
   return spatial == 1 ? kiln::upsample_linear1d(input, output_size, align_corners, scales[0])
                       : kiln::upsample_bilinear2d(input, output_size, align_corners, scales[0], scales[1]);

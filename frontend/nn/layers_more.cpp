@@ -44,6 +44,20 @@ Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& opti
   return y_hard - y_soft.detach() + y_soft;
 }
 
+// max_norm: the rows `indices` names rescaled in place, without gradient, to norm_type-norm at most
+// max_norm (max_norm / (norm + 1e-7) where the norm exceeds it), as libtorch's embedding_renorm_.
+static void renorm_rows(const Tensor& weight, std::vector<int64_t> indices, double max_norm, double norm_type) {
+  std::sort(indices.begin(), indices.end());
+  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  if (indices.empty()) return;
+  autograd::NoGradGuard no_grad;
+  const Tensor rows = tensor(indices);
+  const Tensor selected = weight.index_select(0, rows);
+  const Tensor norm = selected.norm(norm_type, {1}, /*keepdim=*/true);
+  const Tensor scale = where(norm > max_norm, max_norm / (norm + 1e-7), 1.0);
+  weight.index_put_({rows}, selected * scale);
+}
+
 // Each bag is a row of a [B, Lmax] table of positions into weight's rows, padded with a row past
 // the end of weight that holds what adds nothing: zero for sums, -inf for maxima.
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options) {
@@ -51,7 +65,10 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   KILN_CHECK(weight.dim() == 2 && weight.is_floating_point(), op, ": weight must be a 2-D floating point tensor, got ",
              shape_str(weight));
   KILN_CHECK(input.dtype() == kLong, op, ": expected int64 indices, got ", shape_str(input), " of ", input.dtype());
-  KILN_CHECK(!options.max_norm(), op, ": max_norm is not supported by kiln");
+  KILN_CHECK(!options.scale_grad_by_freq() || options.mode().name() != "max", op,
+             ": max mode does not support scaling the gradient by the frequency");
+  KILN_CHECK(!options.max_norm() || *options.max_norm() > 0, op, ": max_norm must be positive, got ",
+             options.max_norm().value_or(0));
   const Tensor& psw = options.per_sample_weights();
   const std::string& mode = options.mode().name();
   KILN_CHECK(!psw.defined() || mode == "sum", op,
@@ -84,6 +101,9 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
     }
   }
   const std::vector<int64_t> indices = input.reshape({-1}).to_vector<int64_t>();
+  for (int64_t row : indices)
+    KILN_CHECK(row >= 0 && row < rows, op, ": index ", row, " is out of range for weight ", shape_str(weight));
+  if (options.max_norm()) renorm_rows(weight, indices, *options.max_norm(), options.norm_type());
   std::optional<int64_t> padding = options.padding_idx();
   if (padding && *padding < 0) *padding += rows;
   // The bags' entries, without padding_idx.
@@ -97,7 +117,6 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
                indices.size(), " entries, got bag ", b, " = [", begin, ", ", end, ")");
     for (int64_t k = begin; k < end; ++k) {
       const int64_t row = indices[size_t(k)];
-      KILN_CHECK(row >= 0 && row < rows, op, ": index ", row, " is out of range for weight ", shape_str(weight));
       if (!padding || row != *padding) members[size_t(b)].push_back(k);
     }
   }
@@ -116,6 +135,18 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   const double fill = mode == "max" ? -std::numeric_limits<double>::infinity() : 0.0;
   const Tensor extended = cat({weight, full({1, d}, fill, weight.dtype())}, 0);
   Tensor gathered = extended.index_select(0, tensor(row_table)).view({bags, lmax, d});
+  if (options.scale_grad_by_freq() && weight.requires_grad() && autograd::GradMode::is_enabled()) {
+    // Each entry's gradient divided by how often its row occurs in the input (the value unchanged:
+    // x + (x - x) * s is x exactly).
+    std::vector<double> frequency(size_t(rows + 1), 1.0), scale(row_table.size());
+    for (int64_t row : indices) frequency[size_t(row)] += 1.0;
+    for (size_t k = 0; k < row_table.size(); ++k) {
+      const size_t row = size_t(row_table[k]);
+      scale[k] = row < size_t(rows) ? 1.0 / (frequency[row] - 1.0) : 1.0;
+    }
+    const Tensor fixed = gathered.detach();
+    gathered = fixed + (gathered - fixed) * tensor(scale, weight.dtype()).view({bags, lmax, 1});
+  }
   if (psw.defined()) {
     const Tensor w = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, weight.dtype())}, 0);
     gathered = gathered * w.index_select(0, tensor(entry_table)).view({bags, lmax, 1});

@@ -20,7 +20,7 @@ struct EmbeddingBagOptions {
       : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
   KILN_ARG(int64_t, num_embeddings);
   KILN_ARG(int64_t, embedding_dim);
-  KILN_ARG(std::optional<double>, max_norm) = std::nullopt;  // not supported: must stay unset
+  KILN_ARG(std::optional<double>, max_norm) = std::nullopt;
   KILN_ARG(double, norm_type) = 2.;
   KILN_ARG(bool, scale_grad_by_freq) = false;
   KILN_ARG(EmbeddingBagMode, mode) = kMean;
@@ -40,7 +40,7 @@ struct GumbelSoftmaxFuncOptions {
 
 struct EmbeddingBagFuncOptions {
   KILN_ARG(Tensor, offsets) = {};
-  KILN_ARG(std::optional<double>, max_norm) = std::nullopt;  // not supported: must stay unset
+  KILN_ARG(std::optional<double>, max_norm) = std::nullopt;
   KILN_ARG(double, norm_type) = 2.;
   KILN_ARG(bool, scale_grad_by_freq) = false;
   KILN_ARG(EmbeddingBagMode, mode) = kMean;
@@ -58,7 +58,10 @@ Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& opti
 // Sums, means or maxima of bags of weight's rows: input [B, L] (each row a bag) or input [N]
 // with offsets [B] (bag b starts at offsets[b]); per_sample_weights (mode kSum) scale each row;
 // entries equal to padding_idx are left out; an empty bag gives zeros. Reads input and offsets
-// on the host (the bags' sizes depend on their values).
+// on the host (the bags' sizes depend on their values). max_norm renormalizes the rows the input
+// names in weight, in place and without gradient, as libtorch; scale_grad_by_freq divides each
+// entry's gradient by how often its row occurs in the input (the documented rule: libtorch 1.13's
+// CPU kernel looks the count up at the wrong place, so its gradients differ where rows repeat).
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options = {});
 
 }  // namespace functional

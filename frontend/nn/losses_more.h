@@ -1,6 +1,9 @@
 // The margin losses libtorch has beyond functional_more.h's: multilabel margin, multilabel soft
 // margin, multi-class margin and cosine embedding, each with libtorch's options (losses_more.cpp).
 #pragma once
+#include <ostream>
+
+#include "frontend/nn/module.h"
 #include "frontend/nn/options.h"
 
 namespace kiln::nn {
@@ -21,6 +24,12 @@ struct MultiMarginLossOptions {
   KILN_ARG(Tensor, weight) = {};
   KILN_ARG(Reduction, reduction) = kMean;
 };
+struct CTCLossOptions {
+  KILN_REDUCTION_CONSTRUCTORS(CTCLossOptions)
+  KILN_ARG(int64_t, blank) = 0;
+  KILN_ARG(Reduction, reduction) = kMean;
+  KILN_ARG(bool, zero_infinity) = false;
+};
 struct CosineEmbeddingLossOptions {
   KILN_REDUCTION_CONSTRUCTORS(CosineEmbeddingLossOptions)
   KILN_ARG(double, margin) = 0.0;
@@ -32,6 +41,7 @@ using MultilabelMarginLossFuncOptions = MultiLabelMarginLossOptions;
 using MultilabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossOptions;
 using MultiMarginLossFuncOptions = MultiMarginLossOptions;
 using CosineEmbeddingLossFuncOptions = CosineEmbeddingLossOptions;
+using CTCLossFuncOptions = CTCLossOptions;
 
 // input [N, C] (or [C]); target of the same shape, int64: the target classes of each sample,
 // ended by the first -1. Per sample, the sum over targets j and non-targets i of
@@ -48,6 +58,26 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
 // last axis.
 Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
                              const CosineEmbeddingLossFuncOptions& options = {});
+// Connectionist temporal classification: log_probs [T, N, C] (or [T, C]), targets [N, S] padded
+// or the concatenated targets [sum(target_lengths)], input_lengths and target_lengths [N] int64;
+// per sample, -log of the summed probability of every alignment (the forward recursion over time
+// in log space, from kiln's ops, so the gradient is autograd's). Infinite losses (no alignment
+// fits) become 0 with zero_infinity; mean divides each loss by its target length, then averages.
+// Reads the lengths and targets on the host.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& options = {});
 }  // namespace functional
+
+class CTCLossImpl : public Module {
+ public:
+  explicit CTCLossImpl(const CTCLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths) {
+    return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
+  }
+  void pretty_print(std::ostream& stream) const override { stream << "kiln::nn::CTCLoss()"; }
+  CTCLossOptions options;
+};
+KILN_MODULE(CTCLoss);
 
 }  // namespace kiln::nn

@@ -1,6 +1,6 @@
 // affine_grid and grid_sample (sampling.h) as libtorch 1.13 computes them, from kiln's ops: the
-// grid is a GEMM of a constant base grid with theta; a sample is the four (or one) neighbouring
-// pixels gathered and weighted, so gradients reach both the image (gather's ScatterAdd) and the
+// grid is a GEMM of a constant base grid with theta; a sample is the four (eight for 5D input, or
+// one) neighbouring pixels gathered and weighted, so gradients reach both the image (gather's ScatterAdd) and the
 // grid (through the interpolation weights).
 #include "frontend/nn/sampling.h"
 
@@ -85,9 +85,11 @@ Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options) {
   const char* op = "grid_sample";
-  KILN_CHECK(input.dim() == 4 && grid.dim() == 4 && grid.size(3) == 2, op,
-             ": kiln samples 4D input [N, C, H, W] at "
-             "a grid [N, H_out, W_out, 2], got input ",
+  const bool volumetric = input.dim() == 5;
+  const int64_t spatial = volumetric ? 3 : 2;
+  KILN_CHECK((input.dim() == 4 || volumetric) && grid.dim() == input.dim() && grid.size(-1) == spatial, op,
+             ": kiln samples 4D input [N, C, H, W] at a grid [N, H_out, W_out, 2], or 5D input [N, C, D, H, W] at a "
+             "grid [N, D_out, H_out, W_out, 3], got input ",
              shape_str(input), " and grid ", shape_str(grid));
   KILN_CHECK(input.size(0) == grid.size(0), op, ": expected grid and input to have same batch size, but got input ",
              shape_str(input), " and grid ", shape_str(grid));
@@ -95,30 +97,50 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFunc
              ": expected input and grid of the same "
              "floating point dtype, got input ",
              shape_str(input), " of ", input.dtype(), " and grid ", shape_str(grid), " of ", grid.dtype());
-  const int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
-  const int64_t ho = grid.size(1), wo = grid.size(2);
-  KILN_CHECK(h > 0 && w > 0, op, ": expected non-empty spatial dimensions, got input ", shape_str(input));
+  const int64_t n = input.size(0), c = input.size(1);
+  // Sizes and grid coordinates x, y[, z], x along the last axis.
+  const int64_t w = input.size(-1), h = input.size(-2), d = volumetric ? input.size(2) : 1;
+  KILN_CHECK(h > 0 && w > 0 && d > 0, op, ": expected non-empty spatial dimensions, got input ", shape_str(input));
+  int64_t points = 1;
+  for (int64_t i = 1; i <= spatial; ++i) points *= grid.size(i);
   const bool align = options.align_corners().value_or(false);
-  const Tensor ix = source_index(grid.select(3, 0), w, options.padding_mode(), align);
-  const Tensor iy = source_index(grid.select(3, 1), h, options.padding_mode(), align);
-  const Tensor pixels = input.reshape({n, c, h * w});
-  // The pixels at (x, y) [N, Ho, Wo], zero where they fall outside the image, times weight.
-  auto tap = [&](const Tensor& x, const Tensor& y, const Tensor& weight) {
-    const Tensor inside = (x >= 0) & (x <= double(w - 1)) & (y >= 0) & (y <= double(h - 1));
-    const Tensor flat = y.clamp(0, double(h - 1)).to(kLong) * w + x.clamp(0, double(w - 1)).to(kLong);
-    const Tensor values = pixels.gather(2, flat.reshape({n, 1, ho * wo}).expand({n, c, ho * wo}));
-    return values * where(inside, weight, 0.0).reshape({n, 1, ho * wo});
+  const Tensor ix = source_index(grid.select(-1, 0), w, options.padding_mode(), align);
+  const Tensor iy = source_index(grid.select(-1, 1), h, options.padding_mode(), align);
+  const Tensor iz = volumetric ? source_index(grid.select(-1, 2), d, options.padding_mode(), align) : Tensor();
+  const Tensor pixels = input.reshape({n, c, d * h * w});
+  // The pixels at (x, y[, z]) [N, points], zero where they fall outside the input, times weight.
+  auto tap = [&](const Tensor& x, const Tensor& y, const Tensor& z, const Tensor& weight) {
+    Tensor inside = (x >= 0) & (x <= double(w - 1)) & (y >= 0) & (y <= double(h - 1));
+    Tensor flat = y.clamp(0, double(h - 1)).to(kLong) * w + x.clamp(0, double(w - 1)).to(kLong);
+    if (volumetric) {
+      inside = inside & (z >= 0) & (z <= double(d - 1));
+      flat = flat + z.clamp(0, double(d - 1)).to(kLong) * (h * w);
+    }
+    const Tensor values = pixels.gather(2, flat.reshape({n, 1, points}).expand({n, c, points}));
+    return values * where(inside, weight, 0.0).reshape({n, 1, points});
   };
   Tensor out;
   if (options.mode().is<enumtype::kNearest>()) {
-    out = tap(ix.round(), iy.round(), ones_like(ix));
-  } else {
+    out = tap(ix.round(), iy.round(), volumetric ? iz.round() : Tensor(), ones_like(ix));
+  } else if (!volumetric) {
     const Tensor x0 = ix.floor(), y0 = iy.floor();
     const Tensor east = ix - x0, south = iy - y0, west = 1 - east, north = 1 - south;
-    out = tap(x0, y0, west * north) + tap(x0 + 1, y0, east * north) + tap(x0, y0 + 1, west * south) +
-          tap(x0 + 1, y0 + 1, east * south);
+    out = tap(x0, y0, {}, west * north) + tap(x0 + 1, y0, {}, east * north) + tap(x0, y0 + 1, {}, west * south) +
+          tap(x0 + 1, y0 + 1, {}, east * south);
+  } else {
+    // Trilinear: the eight corners of the cell, each weighted by the opposite sub-volume.
+    const Tensor x0 = ix.floor(), y0 = iy.floor(), z0 = iz.floor();
+    const Tensor fx = ix - x0, fy = iy - y0, fz = iz - z0;
+    for (int corner = 0; corner < 8; ++corner) {
+      const bool bx = corner & 1, by = corner & 2, bz = corner & 4;
+      const Tensor weight = (bx ? fx : 1 - fx) * (by ? fy : 1 - fy) * (bz ? fz : 1 - fz);
+      const Tensor term = tap(bx ? x0 + 1 : x0, by ? y0 + 1 : y0, bz ? z0 + 1 : z0, weight);
+      out = corner == 0 ? term : out + term;
+    }
   }
-  return out.reshape({n, c, ho, wo});
+  Shape out_shape{n, c};
+  for (int64_t i = 1; i <= spatial; ++i) out_shape.push_back(grid.size(i));
+  return out.reshape(out_shape);
 }
 
 }  // namespace kiln::nn::functional

@@ -1,5 +1,5 @@
 // Spatial transformers: affine_grid (the sampling grid of a batch of affine maps) and grid_sample
-// (bilinear or nearest sampling of an image at a grid's points), as libtorch's nn::functional
+// (bilinear, trilinear or nearest sampling of an image or volume at a grid's points), as libtorch's nn::functional
 // (sampling.cpp).
 #pragma once
 #include <optional>
@@ -21,8 +21,9 @@ struct GridSampleFuncOptions {
 // theta [N, 3, 4] and size [N, C, D, H, W] -> [N, D, H, W, 3].
 Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners = false);
 // input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]; -1 and 1 the corner
-// pixels' centres with align_corners, their outer edges without) -> [N, C, Ho, Wo]. Points outside
-// read zeros, the border, or the image reflected at its border (padding_mode).
+// pixels' centres with align_corners, their outer edges without) -> [N, C, Ho, Wo]; input
+// [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] ((x, y, z), trilinear or nearest) -> [N, C, Do, Ho, Wo].
+// Points outside read zeros, the border, or the image reflected at its border (padding_mode).
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options = {});
 
 }  // namespace kiln::nn::functional
