@@ -28,7 +28,8 @@ TEST(Accessor, ReadsAndWritesTheTensorsMemory) {
   auto p = t.packed_accessor32<float, 2>();
   EXPECT_EQ(p[1][0], 3.0f);
   EXPECT_EQ(p.size(1), 3);
-  auto q = torch::tensor({1, 2, 3}, torch::kLong).packed_accessor64<int64_t, 1>();
+  torch::Tensor longs = torch::tensor({1, 2, 3}, torch::kLong);  // an accessor does not keep its tensor alive
+  auto q = longs.packed_accessor64<int64_t, 1>();
   q[2] = 7;
   EXPECT_EQ(q[2], 7);
   torch::Tensor ints = torch::zeros({2, 2, 2}, torch::kInt);
