@@ -7,6 +7,41 @@
 
 #include "tracer/ir.h"
 
+// The ops that are not an expression of their operands (leaves, reductions, data movement, matmul,
+// scans and sorts), as case labels: a switch that lowers elementwise ops ends with
+// `case KILN_NOT_ELEMENTWISE_OPS: break;`, so a new op of those kinds is listed here once, and a new
+// elementwise op is still a compile error (-Werror=switch) in every such switch until it is lowered.
+// clang-format off
+#define KILN_NOT_ELEMENTWISE_OPS \
+  ::kiln::ir::Op::Const: \
+  case ::kiln::ir::Op::Input: \
+  case ::kiln::ir::Op::Sum: \
+  case ::kiln::ir::Op::Prod: \
+  case ::kiln::ir::Op::ReduceMax: \
+  case ::kiln::ir::Op::ReduceMin: \
+  case ::kiln::ir::Op::ArgMax: \
+  case ::kiln::ir::Op::ArgMin: \
+  case ::kiln::ir::Op::Matmul: \
+  case ::kiln::ir::Op::IndexSelect: \
+  case ::kiln::ir::Op::Gather: \
+  case ::kiln::ir::Op::IndexAdd: \
+  case ::kiln::ir::Op::ScatterAdd: \
+  case ::kiln::ir::Op::Cat: \
+  case ::kiln::ir::Op::WriteView: \
+  case ::kiln::ir::Op::AddView: \
+  case ::kiln::ir::Op::CumSum: \
+  case ::kiln::ir::Op::CumProd: \
+  case ::kiln::ir::Op::LogCumSumExp: \
+  case ::kiln::ir::Op::CumMaxIndex: \
+  case ::kiln::ir::Op::CumMinIndex: \
+  case ::kiln::ir::Op::SortIndex: \
+  case ::kiln::ir::Op::TopKIndex: \
+  case ::kiln::ir::Op::KthValueIndex: \
+  case ::kiln::ir::Op::MedianIndex: \
+  case ::kiln::ir::Op::ModeIndex: \
+  case ::kiln::ir::Op::SearchSorted
+// clang-format on
+
 namespace kiln::ir {
 
 // op(a) or op(a, b) in float64; `operands` is the operands' dtype (int64 division truncates).

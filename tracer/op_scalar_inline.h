@@ -90,34 +90,8 @@ inline int64_t shift_right(int64_t a, int64_t count) { return count < 0 || count
     case Op::Le: return a <= b;
     case Op::Gt: return a > b;
     case Op::Ge: return a >= b;
-    case Op::Const:
-    case Op::Input:
     case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Matmul:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::IndexAdd:
-    case Op::ScatterAdd:
-    case Op::Cat:
-    case Op::WriteView:
-    case Op::AddView:
-    case Op::CumSum:
-    case Op::CumProd:
-    case Op::LogCumSumExp:
-    case Op::CumMaxIndex:
-    case Op::CumMinIndex:
-    case Op::SortIndex:
-    case Op::TopKIndex:
-    case Op::KthValueIndex:
-    case Op::MedianIndex:
-    case Op::ModeIndex:
-    case Op::SearchSorted: break;
+    case KILN_NOT_ELEMENTWISE_OPS: break;
   }
   not_elementwise(op, "an elementwise op");
 }

@@ -136,33 +136,7 @@ std::string float_op(const ir::Node& n, ScalarType t, const std::vector<Value>& 
     case Op::Where: return "(" + in(a, 0, kBool) + " ? " + x(1) + " : " + x(2) + ")";
     // Not elementwise: the kernel emitter reads leaves, folds reductions, and leaves data movement
     // and matmul to library kernels; none is ever an expression of its operands.
-    case Op::Const:
-    case Op::Input:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Matmul:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::IndexAdd:
-    case Op::ScatterAdd:
-    case Op::Cat:
-    case Op::WriteView:
-    case Op::AddView:
-    case Op::CumSum:
-    case Op::CumProd:
-    case Op::LogCumSumExp:
-    case Op::CumMaxIndex:
-    case Op::CumMinIndex:
-    case Op::SortIndex:
-    case Op::TopKIndex:
-    case Op::KthValueIndex:
-    case Op::MedianIndex:
-    case Op::ModeIndex:
-    case Op::SearchSorted: break;
+    case KILN_NOT_ELEMENTWISE_OPS: break;
   }
   throw Error(detail::concat("cuda: ", ir::op_name(n.op), " is not an elementwise op"));
 }

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "tracer/op_scalar.h"
 #include "tracer/special_functions.h"
 
 namespace kiln::codegen::halide {
@@ -442,33 +443,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Where: return select(a[0], a[1], a[2]);
     // Not elementwise: lower_kernel.cpp builds these as Funcs of their own (leaves, reductions, data
     // movement), never as an expression of their operands.
-    case Op::Const:
-    case Op::Input:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Matmul:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::IndexAdd:
-    case Op::ScatterAdd:
-    case Op::Cat:
-    case Op::WriteView:
-    case Op::AddView:
-    case Op::CumSum:
-    case Op::CumProd:
-    case Op::LogCumSumExp:
-    case Op::CumMaxIndex:
-    case Op::CumMinIndex:
-    case Op::SortIndex:
-    case Op::TopKIndex:
-    case Op::KthValueIndex:
-    case Op::MedianIndex:
-    case Op::ModeIndex:
-    case Op::SearchSorted: break;
+    case KILN_NOT_ELEMENTWISE_OPS: break;
   }
   throw Error(detail::concat("halide: ", ir::op_name(n.op), " is not an elementwise op"));
 }
