@@ -1,11 +1,10 @@
 #include "codegen/cuda/cublas.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
 
 #include "runtime/cuda/driver.h"
 #include "runtime/error.h"
+#include "runtime/shared_library.h"
 
 namespace kiln::codegen::cuda {
 namespace {
@@ -16,30 +15,20 @@ struct Library {
   std::string reason;
 };
 
-template <typename F>
-void resolve(void* lib, const char* name, F*& f, std::string& missing) {
-  f = reinterpret_cast<F*>(dlsym(lib, name));
-  if (!f) missing += missing.empty() ? name : std::string(", ") + name;
-}
-
 const Library& library() {
   static const Library l = [] {
     Library l;
-    void* lib = nullptr;
-    for (const char* path : {"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13"})
-      if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!lib) {
-      const char* err = dlerror();
-      l.reason = std::string("libcublas.so.13 could not be opened (") + (err ? err : "not found") + ")";
+    SharedLibrary lib({"libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13"});
+    if (!lib.opened()) {
+      l.reason = "libcublas.so.13 could not be opened (" + lib.open_error() + ")";
       return l;
     }
-    std::string missing;
-    resolve(lib, "cublasCreate_v2", l.api.cublasCreate_v2, missing);
-    resolve(lib, "cublasSetStream_v2", l.api.cublasSetStream_v2, missing);
-    resolve(lib, "cublasSgemmStridedBatched", l.api.cublasSgemmStridedBatched, missing);
-    resolve(lib, "cublasDgemmStridedBatched", l.api.cublasDgemmStridedBatched, missing);
-    if (!missing.empty()) {
-      l.reason = "libcublas.so.13 lacks " + missing;
+    lib.bind(l.api.cublasCreate_v2, {"cublasCreate_v2"});
+    lib.bind(l.api.cublasSetStream_v2, {"cublasSetStream_v2"});
+    lib.bind(l.api.cublasSgemmStridedBatched, {"cublasSgemmStridedBatched"});
+    lib.bind(l.api.cublasDgemmStridedBatched, {"cublasDgemmStridedBatched"});
+    if (!lib.missing().empty()) {
+      l.reason = "libcublas.so.13 lacks " + lib.missing();
       return l;
     }
     l.loaded = true;

@@ -1,11 +1,10 @@
 #include "codegen/cuda/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <mutex>
 
 #include "runtime/error.h"
+#include "runtime/shared_library.h"
 
 namespace kiln::codegen::cuda {
 namespace {
@@ -33,46 +32,31 @@ struct Nvrtc {
   std::string reason;  // why not loaded
 };
 
-// The library by its soname (LD_LIBRARY_PATH, the system's paths), then where the toolkit installs.
-void* open_library() {
-  for (const char* path : {"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13"})
-    if (void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) return h;
-  return nullptr;
-}
-
-template <typename F>
-bool resolve(void* lib, const char* name, F*& f, std::string& missing) {
-  f = reinterpret_cast<F*>(dlsym(lib, name));
-  if (!f) missing += missing.empty() ? name : std::string(", ") + name;
-  return f != nullptr;
-}
-
 const Nvrtc& nvrtc() {
   static Nvrtc n = [] {
     Nvrtc n{};
-    void* lib = open_library();
-    if (!lib) {
-      const char* err = dlerror();
-      n.reason = std::string("libnvrtc.so.13 could not be opened (") + (err ? err : "not found") +
+    // By its soname (LD_LIBRARY_PATH, the system's paths), then where the toolkit installs.
+    SharedLibrary lib({"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13"});
+    if (!lib.opened()) {
+      n.reason = "libnvrtc.so.13 could not be opened (" + lib.open_error() +
                  "): install the CUDA 13 toolkit or add its lib64 folder to LD_LIBRARY_PATH";
       return n;
     }
-    std::string missing;
-    resolve(lib, "nvrtcGetErrorString", n.GetErrorString, missing);
-    resolve(lib, "nvrtcVersion", n.Version, missing);
-    resolve(lib, "nvrtcGetNumSupportedArchs", n.GetNumSupportedArchs, missing);
-    resolve(lib, "nvrtcGetSupportedArchs", n.GetSupportedArchs, missing);
-    resolve(lib, "nvrtcCreateProgram", n.CreateProgram, missing);
-    resolve(lib, "nvrtcDestroyProgram", n.DestroyProgram, missing);
-    resolve(lib, "nvrtcCompileProgram", n.CompileProgram, missing);
-    resolve(lib, "nvrtcGetPTXSize", n.GetPTXSize, missing);
-    resolve(lib, "nvrtcGetPTX", n.GetPTX, missing);
-    resolve(lib, "nvrtcGetCUBINSize", n.GetCUBINSize, missing);
-    resolve(lib, "nvrtcGetCUBIN", n.GetCUBIN, missing);
-    resolve(lib, "nvrtcGetProgramLogSize", n.GetProgramLogSize, missing);
-    resolve(lib, "nvrtcGetProgramLog", n.GetProgramLog, missing);
-    if (!missing.empty()) {
-      n.reason = "libnvrtc.so.13 lacks " + missing;
+    lib.bind(n.GetErrorString, {"nvrtcGetErrorString"});
+    lib.bind(n.Version, {"nvrtcVersion"});
+    lib.bind(n.GetNumSupportedArchs, {"nvrtcGetNumSupportedArchs"});
+    lib.bind(n.GetSupportedArchs, {"nvrtcGetSupportedArchs"});
+    lib.bind(n.CreateProgram, {"nvrtcCreateProgram"});
+    lib.bind(n.DestroyProgram, {"nvrtcDestroyProgram"});
+    lib.bind(n.CompileProgram, {"nvrtcCompileProgram"});
+    lib.bind(n.GetPTXSize, {"nvrtcGetPTXSize"});
+    lib.bind(n.GetPTX, {"nvrtcGetPTX"});
+    lib.bind(n.GetCUBINSize, {"nvrtcGetCUBINSize"});
+    lib.bind(n.GetCUBIN, {"nvrtcGetCUBIN"});
+    lib.bind(n.GetProgramLogSize, {"nvrtcGetProgramLogSize"});
+    lib.bind(n.GetProgramLog, {"nvrtcGetProgramLog"});
+    if (!lib.missing().empty()) {
+      n.reason = "libnvrtc.so.13 lacks " + lib.missing();
       return n;
     }
     n.loaded = true;

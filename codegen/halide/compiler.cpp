@@ -1,7 +1,6 @@
 #include "codegen/halide/compiler.h"
 
 #include <cpuid.h>
-#include <dlfcn.h>
 #include <elf.h>
 #include <sys/stat.h>
 
@@ -17,6 +16,7 @@
 #include "runtime/error.h"
 #include "runtime/hash.h"
 #include "runtime/log.h"
+#include "runtime/shared_library.h"
 
 namespace kiln::codegen::halide {
 namespace {
@@ -40,13 +40,6 @@ struct Module {
   int (*target_name)(char*, size_t);
 };
 
-template <typename F>
-F symbol(void* handle, const char* name) {
-  void* s = dlsym(handle, name);
-  KILN_CHECK(s, "halide: the compiler module has no ", name);
-  return reinterpret_cast<F>(s);
-}
-
 Module load() {
   const std::string path = module_path();
   const std::string& set = config().halide_compiler;
@@ -55,15 +48,18 @@ Module load() {
              !set.empty() ? " (KILN_HALIDE_COMPILER)" : " (KILN_HALIDE_COMPILER names another)");
   const auto start = std::chrono::steady_clock::now();
   // Local: its hidden copy of kiln's code and Halide's symbols stay out of the program's way.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  KILN_CHECK(handle, "halide: could not load the compiler module: ", dlerror());
-  const uint64_t abi = symbol<uint64_t (*)()>(handle, "kiln_halide_compiler_abi")();
-  KILN_CHECK(abi == kCompilerAbi, "halide: the compiler module ", path, " belongs to another build of kiln (abi ", abi,
-             ", expected ", kCompilerAbi, ")");
-  Module m{symbol<decltype(Module::compile_kernel)>(handle, "kiln_halide_compile_kernel"),
-           symbol<decltype(Module::compile_kernel_scheduled)>(handle, "kiln_halide_compile_kernel_scheduled"),
-           symbol<decltype(Module::compile_runtime)>(handle, "kiln_halide_compile_runtime"),
-           symbol<decltype(Module::target_name)>(handle, "kiln_halide_target_name")};
+  SharedLibrary lib({path.c_str()});
+  KILN_CHECK(lib.opened(), "halide: could not load the compiler module: ", lib.open_error());
+  uint64_t (*abi)() = nullptr;
+  Module m;
+  lib.bind(abi, {"kiln_halide_compiler_abi"});
+  lib.bind(m.compile_kernel, {"kiln_halide_compile_kernel"});
+  lib.bind(m.compile_kernel_scheduled, {"kiln_halide_compile_kernel_scheduled"});
+  lib.bind(m.compile_runtime, {"kiln_halide_compile_runtime"});
+  lib.bind(m.target_name, {"kiln_halide_target_name"});
+  KILN_CHECK(lib.missing().empty(), "halide: the compiler module ", path, " has no ", lib.missing());
+  KILN_CHECK(abi() == kCompilerAbi, "halide: the compiler module ", path, " belongs to another build of kiln (abi ",
+             abi(), ", expected ", kCompilerAbi, ")");
   const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log().debug("loaded the Halide compiler from {} in {:.1f} ms", path, ms);
   return m;

@@ -1,12 +1,11 @@
 #include "runtime/cuda/driver.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <mutex>
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/shared_library.h"
 
 namespace kiln::cuda_driver {
 namespace {
@@ -18,71 +17,55 @@ struct Driver {
   int devices = 0;
 };
 
-// The first of `names` the library exports, or null.
-void* resolve(void* library, std::initializer_list<const char*> names) {
-  for (const char* name : names)
-    if (void* p = dlsym(library, name)) return p;
-  return nullptr;
+// Resolves every entry point the driver backend calls; lib.missing() names those not found.
+void bind_all(SharedLibrary& lib, DriverApi& a) {
+  lib.bind(a.cuInit, {"cuInit"});
+  lib.bind(a.cuDriverGetVersion, {"cuDriverGetVersion"});
+  lib.bind(a.cuGetErrorString, {"cuGetErrorString"});
+  lib.bind(a.cuGetErrorName, {"cuGetErrorName"});
+  lib.bind(a.cuDeviceGetCount, {"cuDeviceGetCount"});
+  lib.bind(a.cuDeviceGet, {"cuDeviceGet"});
+  lib.bind(a.cuDeviceGetName, {"cuDeviceGetName"});
+  lib.bind(a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"});
+  lib.bind(a.cuDeviceTotalMem, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"});
+  lib.bind(a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"});
+  lib.bind(a.cuCtxSetCurrent, {"cuCtxSetCurrent"});
+  lib.bind(a.cuCtxSynchronize, {"cuCtxSynchronize"});
+  lib.bind(a.cuMemGetInfo, {"cuMemGetInfo_v2", "cuMemGetInfo"});
+  lib.bind(a.cuMemAlloc, {"cuMemAlloc_v2", "cuMemAlloc"});
+  lib.bind(a.cuMemFree, {"cuMemFree_v2", "cuMemFree"});
+  lib.bind(a.cuMemHostAlloc, {"cuMemHostAlloc"});
+  lib.bind(a.cuMemFreeHost, {"cuMemFreeHost"});
+  lib.bind(a.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"});
+  lib.bind(a.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync"});
+  lib.bind(a.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync"});
+  lib.bind(a.cuMemsetD8Async, {"cuMemsetD8Async"});
+  lib.bind(a.cuStreamCreate, {"cuStreamCreate"});
+  lib.bind(a.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"});
+  lib.bind(a.cuStreamSynchronize, {"cuStreamSynchronize"});
+  lib.bind(a.cuStreamWaitEvent, {"cuStreamWaitEvent"});
+  lib.bind(a.cuEventCreate, {"cuEventCreate"});
+  lib.bind(a.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"});
+  lib.bind(a.cuEventRecord, {"cuEventRecord"});
+  lib.bind(a.cuEventQuery, {"cuEventQuery"});
+  lib.bind(a.cuEventSynchronize, {"cuEventSynchronize"});
+  lib.bind(a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+  lib.bind(a.cuModuleLoadData, {"cuModuleLoadData"});
+  lib.bind(a.cuModuleUnload, {"cuModuleUnload"});
+  lib.bind(a.cuModuleGetFunction, {"cuModuleGetFunction"});
+  lib.bind(a.cuLaunchKernel, {"cuLaunchKernel"});
 }
 
-template <typename Fn>
-bool bind(void* library, Fn*& slot, std::initializer_list<const char*> names, std::string& missing) {
-  slot = reinterpret_cast<Fn*>(resolve(library, names));
-  if (!slot && missing.empty()) missing = *names.begin();
-  return slot != nullptr;
-}
-
-// Resolves every entry point; returns the name of the first one missing, or "".
-std::string bind_all(void* lib, DriverApi& a) {
-  std::string missing;
-  bind(lib, a.cuInit, {"cuInit"}, missing);
-  bind(lib, a.cuDriverGetVersion, {"cuDriverGetVersion"}, missing);
-  bind(lib, a.cuGetErrorString, {"cuGetErrorString"}, missing);
-  bind(lib, a.cuGetErrorName, {"cuGetErrorName"}, missing);
-  bind(lib, a.cuDeviceGetCount, {"cuDeviceGetCount"}, missing);
-  bind(lib, a.cuDeviceGet, {"cuDeviceGet"}, missing);
-  bind(lib, a.cuDeviceGetName, {"cuDeviceGetName"}, missing);
-  bind(lib, a.cuDeviceGetAttribute, {"cuDeviceGetAttribute"}, missing);
-  bind(lib, a.cuDeviceTotalMem, {"cuDeviceTotalMem_v2", "cuDeviceTotalMem"}, missing);
-  bind(lib, a.cuDevicePrimaryCtxRetain, {"cuDevicePrimaryCtxRetain"}, missing);
-  bind(lib, a.cuCtxSetCurrent, {"cuCtxSetCurrent"}, missing);
-  bind(lib, a.cuCtxSynchronize, {"cuCtxSynchronize"}, missing);
-  bind(lib, a.cuMemGetInfo, {"cuMemGetInfo_v2", "cuMemGetInfo"}, missing);
-  bind(lib, a.cuMemAlloc, {"cuMemAlloc_v2", "cuMemAlloc"}, missing);
-  bind(lib, a.cuMemFree, {"cuMemFree_v2", "cuMemFree"}, missing);
-  bind(lib, a.cuMemHostAlloc, {"cuMemHostAlloc"}, missing);
-  bind(lib, a.cuMemFreeHost, {"cuMemFreeHost"}, missing);
-  bind(lib, a.cuMemcpyHtoDAsync, {"cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync"}, missing);
-  bind(lib, a.cuMemcpyDtoHAsync, {"cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync"}, missing);
-  bind(lib, a.cuMemcpyDtoDAsync, {"cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync"}, missing);
-  bind(lib, a.cuMemsetD8Async, {"cuMemsetD8Async"}, missing);
-  bind(lib, a.cuStreamCreate, {"cuStreamCreate"}, missing);
-  bind(lib, a.cuStreamDestroy, {"cuStreamDestroy_v2", "cuStreamDestroy"}, missing);
-  bind(lib, a.cuStreamSynchronize, {"cuStreamSynchronize"}, missing);
-  bind(lib, a.cuStreamWaitEvent, {"cuStreamWaitEvent"}, missing);
-  bind(lib, a.cuEventCreate, {"cuEventCreate"}, missing);
-  bind(lib, a.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}, missing);
-  bind(lib, a.cuEventRecord, {"cuEventRecord"}, missing);
-  bind(lib, a.cuEventQuery, {"cuEventQuery"}, missing);
-  bind(lib, a.cuEventSynchronize, {"cuEventSynchronize"}, missing);
-  bind(lib, a.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, missing);
-  bind(lib, a.cuModuleLoadData, {"cuModuleLoadData"}, missing);
-  bind(lib, a.cuModuleUnload, {"cuModuleUnload"}, missing);
-  bind(lib, a.cuModuleGetFunction, {"cuModuleGetFunction"}, missing);
-  bind(lib, a.cuLaunchKernel, {"cuLaunchKernel"}, missing);
-  return missing;
-}
-
-// Opened once and never closed: the driver's threads and kernels outlive any caller.
 Driver load() {
   Driver d;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
+  SharedLibrary lib({"libcuda.so.1"});
+  if (!lib.opened()) {
     d.reason = "libcuda.so.1 not found: no NVIDIA driver on this machine";
     return d;
   }
-  if (std::string missing = bind_all(lib, d.api); !missing.empty()) {
-    d.reason = "libcuda.so.1 lacks " + missing + ": the NVIDIA driver is too old for kiln";
+  bind_all(lib, d.api);
+  if (!lib.missing().empty()) {
+    d.reason = "libcuda.so.1 lacks " + lib.missing() + ": the NVIDIA driver is too old for kiln";
     return d;
   }
   if (CUresult r = d.api.cuInit(0); r != CUDA_SUCCESS) {
