@@ -62,6 +62,28 @@ int main(int argc, char** argv) {
       std::printf("| %lld KiB | %.3f | %.2f | %.2f |\n", (long long)(bytes >> 10), s * 1e3, algorithm, bus);
   }
 
+  // What the per-call check across ranks (shapes compared in one small all-gather) adds to a
+  // small all_reduce; DDP's bucket all-reduces skip it.
+  {
+    auto group = dist::default_process_group();
+    torch::Tensor small = torch::ones({16});
+    small.data_ptr();
+    auto timed = [&](bool check) {
+      dist::AllreduceOptions options;
+      options.check_across_ranks = check;
+      return time_steps(
+          [&] {
+            std::vector<torch::Tensor> tensors{small};
+            group->allreduce(tensors, options)->wait();
+          },
+          min_seconds);
+    };
+    const double unchecked = timed(false), checked = timed(true);
+    if (rank == 0)
+      std::printf("all_reduce of 64 B: %.3f ms checked across ranks, %.3f ms unchecked\n", checked * 1e3,
+                  unchecked * 1e3);
+  }
+
   // The MLP of `kiln train` on this rank's share of a batch of 64, with DDP averaging gradients
   // and, for the cost of that, the same steps inside no_sync() (no communication).
   torch::manual_seed(0);

@@ -178,14 +178,31 @@ TEST(Distributed, StoppedRankIsAnErrorOnTheOthersWithinTheTimeout) {
   EXPECT_LT(seconds, 30);
 }
 
+// Without KILN_DISTRIBUTED_DEBUG: every rank's error names the op and both ranks' shapes, and
+// the group goes on working.
 TEST(Distributed, MismatchedShapesAreAnErrorNamingBoth) {
-  const auto ranks = run_ranks(2, {"shapes"}, {kInterp, "KILN_DISTRIBUTED_DEBUG=1", "KILN_TEST_TIMEOUT_MS=5000"});
-  for (const auto& rank : ranks) {
-    EXPECT_TRUE(rank.exited_zero()) << rank.output;
-    EXPECT_NE(rank.output.find("ranks disagree"), std::string::npos) << rank.output;
-    EXPECT_NE(rank.output.find("all_reduce(SUM) [2] float32"), std::string::npos) << rank.output;
-    EXPECT_NE(rank.output.find("all_reduce(SUM) [3] float32"), std::string::npos) << rank.output;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"all_reduce", {"all_reduce(SUM) [2] float32", "all_reduce(SUM) [3] float32"}},
+      {"broadcast", {"broadcast from 0 [2, 1] float64", "broadcast from 0 [2, 2] float64"}},
+      {"all_gather", {"all_gather [1] float32", "all_gather [2] float32"}},
+  };
+  for (const auto& [op, shapes] : cases) {
+    const auto ranks = run_ranks(2, {"shapes", op}, {kInterp, "KILN_TEST_TIMEOUT_MS=5000"});
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      EXPECT_TRUE(ranks[r].exited_zero()) << ranks[r].output;
+      EXPECT_NE(ranks[r].output.find(shapes[0].substr(0, shapes[0].find(' ')) +
+                                     " (gloo) failed: the ranks' calls differ: rank " + std::to_string(r) + " called " +
+                                     shapes[r]),
+                std::string::npos)
+          << ranks[r].output;
+      EXPECT_NE(ranks[r].output.find("rank " + std::to_string(1 - r) + " called " + shapes[1 - r]), std::string::npos)
+          << ranks[r].output;
+    }
   }
+}
+
+TEST(Distributed, DdpWithParametersSomeRanksDidNotUseAveragesAsPyTorch) {
+  expect_all_pass(run_ranks(2, {"ddp_partly_unused"}, {kInterp}));
 }
 
 TEST(Distributed, DdpOfDifferentModelsNamesTheFirstDifference) {
@@ -193,6 +210,12 @@ TEST(Distributed, DdpOfDifferentModelsNamesTheFirstDifference) {
   for (const auto& rank : ranks) {
     EXPECT_TRUE(rank.exited_zero()) << rank.output;
     EXPECT_NE(rank.output.find("[4, 16] float32 on rank 0 but [5, 16] float32 on rank 1"), std::string::npos)
+        << rank.output;
+  }
+  const auto bucketed = run_ranks(2, {"models", "buckets"}, {kInterp, "KILN_TEST_TIMEOUT_MS=5000"});
+  for (const auto& rank : bucketed) {
+    EXPECT_TRUE(rank.exited_zero()) << rank.output;
+    EXPECT_NE(rank.output.find("the ranks' gradient buckets differ (1 on rank 0, 2 on rank 1)"), std::string::npos)
         << rank.output;
   }
 }

@@ -48,14 +48,21 @@ class Work {
 
 inline constexpr std::chrono::milliseconds kUnsetTimeout = std::chrono::milliseconds(-1);
 
+// Before a collective runs, the ranks compare what they were called with (the op, shapes, dtypes,
+// root) in one small all-gather, and a difference is a kiln::Error naming both ranks' calls, where
+// the library would otherwise hang or misread memory. `check_across_ranks = false` (kiln's own
+// field) skips that for a caller that has verified its calls' layout once, as DDP does for its
+// buckets; KILN_DISTRIBUTED_DEBUG=1 checks every collective regardless.
 struct AllreduceOptions {
   ReduceOp reduceOp = ReduceOp::SUM;
   std::chrono::milliseconds timeout = kUnsetTimeout;  // unset: the group's
+  bool check_across_ranks = true;
 };
 struct BroadcastOptions {
   int64_t rootRank = 0;
   int64_t rootTensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
+  bool check_across_ranks = true;
 };
 struct AllgatherOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;

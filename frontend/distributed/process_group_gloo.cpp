@@ -3,6 +3,7 @@
 // thread's lazy segment); Gloo then runs on the group's thread over that memory. Outputs that
 // are not the memory Gloo wrote (a non-contiguous tensor, all_gather's list) are filled by
 // Work::wait() on the calling thread.
+#include <signal.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -280,18 +281,19 @@ struct ProcessGroupGloo::Impl {
     return requested == kUnsetTimeout ? timeout : requested;
   }
 
-  // Queues `job`, which gets this collective's tag; with KILN_DISTRIBUTED_DEBUG, the ranks first
-  // compare what they were called with (`signature`) and fail, naming both, where they differ.
+  // Queues `job`, which gets this collective's tag. Where `check` (or KILN_DISTRIBUTED_DEBUG), the
+  // ranks first compare what they were called with (`signature`) and fail, naming both, where they
+  // differ. Every rank must make the same choice for a call: it takes a tag more.
   std::shared_ptr<Work> enqueue(const std::string& name, const std::string& signature,
-                                std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout) {
+                                std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout,
+                                bool check = true) {
     auto work = std::make_shared<Work>();
     work->name = name;
+    check = check || config().distributed_debug;
+    const uint32_t check_tag = check ? next_tag++ : 0;
     const uint32_t tag = next_tag++;
-    uint32_t check_tag = 0;
-    const bool check = config().distributed_debug;
-    if (check) check_tag = next_tag++;
-    auto run = [this, job = std::move(job), tag, check, check_tag, signature, name, op_timeout] {
-      if (check) compare_signatures(name, signature, check_tag, op_timeout);
+    auto run = [this, job = std::move(job), tag, check, check_tag, signature, op_timeout] {
+      if (check) compare_signatures(signature, check_tag, op_timeout);
       job(tag);
     };
     {
@@ -303,22 +305,24 @@ struct ProcessGroupGloo::Impl {
     return work;
   }
 
-  void compare_signatures(const std::string& name, const std::string& signature, uint32_t tag,
-                          std::chrono::milliseconds op_timeout) {
-    constexpr size_t kWidth = 128;
-    std::vector<char> mine(kWidth, 0), all(kWidth * size_t(context->size), 0);
-    std::copy_n(signature.begin(), std::min(signature.size(), kWidth - 1), mine.begin());
+  // One all-gather of kSignatureBytes per rank: a round trip on the transport, whatever the
+  // collective's size.
+  static constexpr size_t kSignatureBytes = 128;
+  void compare_signatures(const std::string& signature, uint32_t tag, std::chrono::milliseconds op_timeout) {
+    if (context->size == 1) return;
+    std::vector<char> mine(kSignatureBytes, 0), all(kSignatureBytes * size_t(context->size), 0);
+    std::copy_n(signature.begin(), std::min(signature.size(), kSignatureBytes - 1), mine.begin());
     gloo::AllgatherOptions opts(context);
-    opts.setInput(mine.data(), kWidth);
+    opts.setInput(mine.data(), kSignatureBytes);
     opts.setOutput(all.data(), all.size());
     opts.setTag(tag);
     opts.setTimeout(op_timeout);
     gloo::allgather(opts);
     for (int r = 0; r < context->size; ++r) {
-      const std::string theirs(all.data() + size_t(r) * kWidth);
+      const std::string theirs(all.data() + size_t(r) * kSignatureBytes);
       if (theirs != std::string(mine.data()))
-        throw Error("ranks disagree: rank " + std::to_string(context->rank) + " called " + name + " with " +
-                    mine.data() + ", rank " + std::to_string(r) + " with " + theirs);
+        throw Error("the ranks' calls differ: rank " + std::to_string(context->rank) + " called " + mine.data() +
+                    ", rank " + std::to_string(r) + " called " + theirs);
     }
   }
 };
@@ -330,6 +334,10 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
   KILN_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroupGloo: rank ", rank, " is not in [0, ", size, ")");
   if (!options) options = Options::create();
   impl_->timeout = options->timeout;
+  // Debian's Gloo writes to its sockets without MSG_NOSIGNAL: a peer that died would end this
+  // process by SIGPIPE instead of failing the collective. Unless the program handles SIGPIPE itself.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
   try {
     auto device = gloo::transport::tcp::CreateDevice(device_attributes(
         options->devices.empty() || !options->devices[0] ? std::string() : options->devices[0]->hostname));
@@ -378,7 +386,7 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, 
           gloo::allreduce(opts);
         });
       },
-      timeout);
+      timeout, options.check_across_ranks);
   const int size = size_;
   work->on_wait = [s, op, size] {
     if (op == ReduceOp::AVG) {
@@ -414,7 +422,7 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
           gloo::broadcast(opts);
         });
       },
-      timeout);
+      timeout, options.check_across_ranks);
   work->on_wait = [s] { write_back(s); };
   return work;
 }
@@ -478,7 +486,7 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>& outp
   AllreduceOptions reduce;
   reduce.reduceOp = options.reduceOp;
   reduce.timeout = options.timeout;
-  auto work = allreduce(reduced, reduce);
+  auto work = allreduce(reduced, reduce);  // its check compares the concatenated inputs' shape
   work->name = name;
   auto reduce_done = work->on_wait;
   work->on_wait = [reduce_done, all, output, rank = rank_] {
