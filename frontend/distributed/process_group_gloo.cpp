@@ -6,14 +6,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 
 #include "frontend/autograd.h"
+#include "frontend/distributed/collective_queue.h"
 #include "frontend/distributed/process_group.h"
 #include "frontend/ops.h"
 #include "runtime/config.h"
@@ -186,38 +183,16 @@ void with_element_type(ScalarType dtype, const std::string& call, F&& f) {
     throw Error(call + ": dtype " + dtype_name(dtype) + " is not supported by the gloo backend");
 }
 
-// A tensor's values as memory Gloo can read and write: the tensor itself when contiguous, else a
-// contiguous copy that Work::wait() writes back.
-struct Staged {
-  Tensor tensor, memory;
-  void* data = nullptr;
-  size_t elements = 0;
-};
+using detail::stage;
+using detail::Staged;
+using detail::write_back;
 
-Staged stage(const Tensor& t, const std::string& call) {
-  KILN_CHECK(t.defined(), call, ": undefined tensor");
-  KILN_CHECK(t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
-             " (NCCL, for CUDA tensors, is not built into kiln yet)");
-  with_element_type(t.dtype(), call, [](auto) {});
-  Staged s;
-  s.tensor = t;
-  s.memory = t.is_contiguous() ? t : t.contiguous();
-  s.elements = size_t(t.numel());
-  s.data = s.elements > 0 ? s.memory.data_ptr() : nullptr;
-  return s;
-}
-
-// Copies the staged memory back into the user's tensor where it was a copy.
-void write_back(const Staged& s) {
-  if (s.memory.is_same(s.tensor)) return;
-  autograd::NoGradGuard no_grad;
-  s.tensor.copy_(s.memory);
-}
-
-std::string shape_text(const Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "] " + dtype_name(t.dtype());
+// A tensor Gloo can move: on the CPU, of a dtype it has.
+Staged stage_for_gloo(const Tensor& t, const std::string& call) {
+  KILN_CHECK(!t.defined() || t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
+             " (init_process_group(\"nccl\") for CUDA tensors)");
+  if (t.defined()) with_element_type(t.dtype(), call, [](auto) {});
+  return stage(t, call);
 }
 
 // The address peers reach this rank at: the one given, else GLOO_SOCKET_IFNAME's interface (as in
@@ -250,32 +225,7 @@ struct ProcessGroupGloo::Impl {
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;
   uint32_t next_tag = 0;
-
-  std::mutex mutex;
-  std::condition_variable queued;
-  std::deque<std::pair<std::shared_ptr<Work>, std::function<void()>>> queue;
-  bool stopping = false;
-  std::thread worker;
-
-  void run_queue() {
-    for (;;) {
-      std::pair<std::shared_ptr<Work>, std::function<void()>> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        queued.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
-        job = std::move(queue.front());
-        queue.pop_front();
-      }
-      std::exception_ptr error;
-      try {
-        job.second();
-      } catch (const std::exception& e) {
-        error = std::make_exception_ptr(Error(job.first->name + " (gloo) failed: " + e.what()));
-      }
-      job.first->finish(error);
-    }
-  }
+  std::unique_ptr<detail::CollectiveQueue> queue;
 
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const {
     return requested == kUnsetTimeout ? timeout : requested;
@@ -287,43 +237,26 @@ struct ProcessGroupGloo::Impl {
   std::shared_ptr<Work> enqueue(const std::string& name, const std::string& signature,
                                 std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout,
                                 bool check = true) {
-    auto work = std::make_shared<Work>();
-    work->name = name;
     check = check || config().distributed_debug;
     const uint32_t check_tag = check ? next_tag++ : 0;
     const uint32_t tag = next_tag++;
-    auto run = [this, job = std::move(job), tag, check, check_tag, signature, op_timeout] {
-      if (check) compare_signatures(signature, check_tag, op_timeout);
-      job(tag);
-    };
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      KILN_CHECK(!stopping, name, ": the process group was destroyed");
-      queue.emplace_back(work, std::move(run));
-    }
-    queued.notify_one();
-    return work;
-  }
-
-  // One all-gather of kSignatureBytes per rank: a round trip on the transport, whatever the
-  // collective's size.
-  static constexpr size_t kSignatureBytes = 128;
-  void compare_signatures(const std::string& signature, uint32_t tag, std::chrono::milliseconds op_timeout) {
-    if (context->size == 1) return;
-    std::vector<char> mine(kSignatureBytes, 0), all(kSignatureBytes * size_t(context->size), 0);
-    std::copy_n(signature.begin(), std::min(signature.size(), kSignatureBytes - 1), mine.begin());
-    gloo::AllgatherOptions opts(context);
-    opts.setInput(mine.data(), kSignatureBytes);
-    opts.setOutput(all.data(), all.size());
-    opts.setTag(tag);
-    opts.setTimeout(op_timeout);
-    gloo::allgather(opts);
-    for (int r = 0; r < context->size; ++r) {
-      const std::string theirs(all.data() + size_t(r) * kSignatureBytes);
-      if (theirs != std::string(mine.data()))
-        throw Error("the ranks' calls differ: rank " + std::to_string(context->rank) + " called " + mine.data() +
-                    ", rank " + std::to_string(r) + " called " + theirs);
-    }
+    return queue->enqueue(name,
+                          [context = context, job = std::move(job), tag, check, check_tag, signature, op_timeout] {
+                            if (check && context->size > 1) {
+                              // One all-gather of kSignatureBytes per rank: a round trip, whatever the collective's
+                              // size.
+                              std::vector<char> mine = detail::signature_bytes(signature);
+                              std::vector<char> all(detail::kSignatureBytes * size_t(context->size), 0);
+                              gloo::AllgatherOptions opts(context);
+                              opts.setInput(mine.data(), mine.size());
+                              opts.setOutput(all.data(), all.size());
+                              opts.setTag(check_tag);
+                              opts.setTimeout(op_timeout);
+                              gloo::allgather(opts);
+                              detail::compare_signatures(all, context->rank, context->size);
+                            }
+                            job(tag);
+                          });
   }
 };
 
@@ -351,29 +284,22 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
                 " could not connect to the others within " + std::to_string(options->timeout.count()) +
                 " ms: " + e.what());
   }
-  impl_->worker = std::thread([impl = impl_.get()] { impl->run_queue(); });
+  impl_->queue = std::make_unique<detail::CollectiveQueue>("gloo");
 }
 
-ProcessGroupGloo::~ProcessGroupGloo() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->queued.notify_one();
-  impl_->worker.join();  // what was queued runs first, each bounded by its timeout
-}
+ProcessGroupGloo::~ProcessGroupGloo() = default;  // the queue runs what was queued first
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
   const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";
   KILN_CHECK(tensors.size() == 1, name, ": expected one tensor, got ", tensors.size());
   const ReduceOp op = options.reduceOp;
   KILN_CHECK(op != ReduceOp::AVG || tensors[0].is_floating_point(), name, ": AVG needs a floating-point tensor, got ",
-             shape_text(tensors[0]));
-  Staged s = stage(tensors[0], name);
+             detail::shape_text(tensors[0]));
+  Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
-      name, name + " " + shape_text(tensors[0]),
+      name, name + " " + detail::shape_text(tensors[0]),
       [context, s, op, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "all_reduce", [&](auto element) {
@@ -403,12 +329,12 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
   KILN_CHECK(tensors.size() == 1 && options.rootTensor == 0, name, ": expected one tensor, got ", tensors.size());
   KILN_CHECK(options.rootRank >= 0 && options.rootRank < size_, name, ": source rank ", options.rootRank,
              " is not in [0, ", size_, ")");
-  Staged s = stage(tensors[0], name);
+  Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   const int root = int(options.rootRank);
   auto work = impl_->enqueue(
-      name, name + " from " + std::to_string(root) + " " + shape_text(tensors[0]),
+      name, name + " from " + std::to_string(root) + " " + detail::shape_text(tensors[0]),
       [context, s, root, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "broadcast", [&](auto element) {
@@ -436,14 +362,15 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor
   KILN_CHECK(int(out.size()) == size_, name, ": the output list has ", out.size(), " tensors for ", size_, " ranks");
   for (const Tensor& o : out)
     KILN_CHECK(o.defined() && o.sizes() == input.sizes() && o.dtype() == input.dtype(), name, ": output ",
-               o.defined() ? shape_text(o) : "undefined", " does not match the input ", shape_text(input));
-  Staged s = stage(input, name);
+               o.defined() ? detail::shape_text(o) : "undefined", " does not match the input ",
+               detail::shape_text(input));
+  Staged s = stage_for_gloo(input, name);
   Tensor gathered = empty({int64_t(size_) * input.numel()}, TensorOptions(input.dtype()));
   void* gathered_data = s.elements > 0 ? gathered.data_ptr() : nullptr;
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
-      name, name + " " + shape_text(input),
+      name, name + " " + detail::shape_text(input),
       [context, s, gathered, gathered_data, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "all_gather", [&](auto element) {
@@ -477,8 +404,8 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>& outp
   std::vector<Tensor> flat;
   for (const Tensor& t : in) {
     KILN_CHECK(t.defined() && output.defined() && t.sizes() == output.sizes() && t.dtype() == output.dtype(), name,
-               ": input ", t.defined() ? shape_text(t) : "undefined", " does not match the output ",
-               output.defined() ? shape_text(output) : "undefined");
+               ": input ", t.defined() ? detail::shape_text(t) : "undefined", " does not match the output ",
+               output.defined() ? detail::shape_text(output) : "undefined");
     flat.push_back(t.detach().reshape({-1}));
   }
   Tensor all = cat(flat).contiguous();
