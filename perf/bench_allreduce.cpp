@@ -1,6 +1,7 @@
 // all_reduce bandwidth over Gloo, and what DDP's communication adds to a training step. Run one
 // rank per process: `build/cli/kiln launch --nproc-per-node 2 -- build/perf/bench_allreduce`
-// (alone, it is a job of one rank). Rank 0 prints the tables; `--quick` for a short run.
+// (alone, it is a job of one rank), or over MPI: `mpirun -np 2 build/perf/bench_allreduce`. Rank 0 prints the tables;
+// `--quick` for a short run.
 #include <kiln/distributed.h>
 #include <kiln/torch.h>
 #include <unistd.h>
@@ -40,7 +41,9 @@ double time_steps(F&& step, double min_seconds) {
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   const double min_seconds = quick ? 0.01 : 1.0;
-  if (std::getenv("RANK")) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    dist::init_process_group("mpi");  // `mpirun -np 2 build/perf/bench_allreduce`
+  } else if (std::getenv("RANK")) {
     dist::init_process_group("gloo");
   } else {
     const auto folder = std::filesystem::temp_directory_path() / ("kiln-bench-allreduce-" + std::to_string(getpid()));
@@ -48,7 +51,8 @@ int main(int argc, char** argv) {
   }
   const int rank = dist::get_rank(), world = dist::get_world_size();
   if (rank == 0) {
-    std::printf("all_reduce (SUM, float32) on %d rank(s), %d kernel thread(s) each\n", world, torch::get_num_threads());
+    std::printf("all_reduce (SUM, float32) over %s on %d rank(s), %d kernel thread(s) each\n",
+                dist::get_backend().c_str(), world, torch::get_num_threads());
     std::printf("| size | ms | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n");
   }
   for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(16) << 20, int64_t(64) << 20}) {

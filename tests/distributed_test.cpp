@@ -234,7 +234,6 @@ TEST(Distributed, CollectiveBeforeInitNamesTheCall) {
 
 TEST(Distributed, InitProcessGroupBadArguments) {
   EXPECT_THROW_WITH(dist::init_process_group("smoke", "env://", 1, 0), "unknown backend 'smoke'");
-  EXPECT_THROW_WITH(dist::init_process_group("mpi", "env://", 1, 0), "the mpi backend is not built");
   EXPECT_THROW_WITH(dist::init_process_group("gloo", "carrier-pigeon://x", 1, 0), "unknown init_method");
   EXPECT_THROW_WITH(dist::init_process_group("gloo", "env://", 2, 5), "rank 5 is not in [0, 2)");
   EXPECT_THROW_WITH(dist::init_process_group("gloo", "tcp://127.0.0.1:99999", 1, 0), "is not a TCP port");
@@ -245,8 +244,42 @@ TEST(Distributed, InitProcessGroupBadArguments) {
   EXPECT_FALSE(dist::is_initialized());
 }
 
-TEST(Distributed, MpiIsNotBuiltYet) {
-  EXPECT_THROW_WITH(c10d::ProcessGroupMPI::createProcessGroupMPI(), "the MPI backend is not built into kiln yet");
+// A job that mpirun starts, on the mpi backend: the collectives, a mismatched call and DDP, as on
+// Gloo. Open MPI refuses root without --allow-run-as-root.
+TEST(Distributed, MpiJobStartedByMpirun) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin): the mpi backend is not tested here";
+  auto run = [](const std::string& args) {
+    const std::string command =
+        "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x KILN_TEST_BACKEND=mpi "
+        "-x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=20000 " KILN_DISTRIBUTED_WORKER " " +
+        args + " 2>&1";
+    std::string output;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) output.append(chunk, n);
+    const int status = ::pclose(pipe);
+    return std::make_pair(WIFEXITED(status) && WEXITSTATUS(status) == 0, output);
+  };
+  const auto [collectives_ok, collectives] = run("collectives");
+  EXPECT_TRUE(collectives_ok) << collectives;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(collectives.find("rank " + std::to_string(r) + " of 2: collectives ok"), std::string::npos)
+        << collectives;
+  const auto [shapes_ok, shapes] = run("shapes");
+  EXPECT_TRUE(shapes_ok) << shapes;
+  EXPECT_NE(shapes.find("all_reduce(SUM) (mpi) failed: the ranks' calls differ: rank 0 called all_reduce(SUM) [2] "
+                        "float32, rank 1 called all_reduce(SUM) [3] float32"),
+            std::string::npos)
+      << shapes;
+  const auto [ddp_ok, ddp] = run("ddp 3");
+  EXPECT_TRUE(ddp_ok) << ddp;
+  EXPECT_NE(ddp.find("ddp relative difference"), std::string::npos) << ddp;
+}
+
+TEST(Distributed, MpiBadArguments) {
+  EXPECT_THROW_WITH(dist::init_process_group("mpi", "env://", 1, 0),
+                    "init_process_group: with the mpi backend, rank and world size are MPI's");
 }
 
 TEST(Distributed, NcclIsNotBuiltYet) {

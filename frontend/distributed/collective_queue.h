@@ -52,4 +52,22 @@ std::vector<char> signature_bytes(const std::string& signature);
 // Throws kiln::Error naming both calls where a rank's part of `gathered` differs from `rank`'s.
 void compare_signatures(const std::vector<char>& gathered, int rank, int size);
 
+// all_reduce's and broadcast's argument checks (`name` as in their errors).
+void check_allreduce_arguments(const std::vector<Tensor>& tensors, ReduceOp op, const std::string& name);
+void check_broadcast_arguments(const ProcessGroup& group, const std::vector<Tensor>& tensors,
+                               const BroadcastOptions& options);
+// What all_reduce's wait() does after the library's sum: AVG's division, and the copy back.
+std::function<void()> finish_allreduce(const Staged& s, ReduceOp op, int size);
+
+// reduce_scatter as an all-reduce of every rank's whole input list, each rank keeping its part
+// (for libraries whose reduce-scatter takes no timeout, or that have none).
+std::shared_ptr<Work> reduce_scatter_by_allreduce(ProcessGroup& group, std::vector<Tensor>& outputs,
+                                                  std::vector<std::vector<Tensor>>& inputs,
+                                                  const ReduceScatterOptions& options);
+// all_gather's argument checks; returns outputs[0].
+std::vector<Tensor> check_allgather_arguments(const ProcessGroup& group, std::vector<std::vector<Tensor>>& outputs,
+                                              std::vector<Tensor>& inputs);
+// Fills all_gather's outputs from the ranks' inputs gathered one after another in `gathered`.
+void scatter_gathered(const std::vector<Tensor>& outputs, const Tensor& gathered);
+
 }  // namespace kiln::distributed::detail

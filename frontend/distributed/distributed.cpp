@@ -103,8 +103,15 @@ void init_process_group(const std::string& backend, const std::string& init_meth
              "init_process_group: the default process group is already initialized (call "
              "destroy_process_group first)");
   KILN_CHECK(backend == "gloo" || backend == "nccl" || backend == "mpi", "init_process_group: unknown backend '",
-             backend, "' (gloo; nccl and mpi are not built yet)");
-  KILN_CHECK(backend != "mpi", "init_process_group: the mpi backend is not built into kiln yet; use gloo");
+             backend, "' (gloo, mpi; nccl is not built yet)");
+  if (backend == "mpi") {
+    // The job is MPI's (mpirun started it): rank and size are MPI_COMM_WORLD's, no store.
+    KILN_CHECK(world_size == -1 && rank == -1,
+               "init_process_group: with the mpi backend, rank and world size are "
+               "MPI's (give -1)");
+    g.group = ProcessGroupMPI::createProcessGroupMPI({}, timeout);
+    return;
+  }
   const int size = env_int("WORLD_SIZE", world_size, "world_size");
   const int me = env_int("RANK", rank, "rank");
   KILN_CHECK(size >= 1 && me < size, "init_process_group: rank ", me, " is not in [0, ", size, ")");

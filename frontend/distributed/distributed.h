@@ -11,7 +11,8 @@
 
 namespace kiln::distributed {
 
-// backend: "gloo" (CPU tensors); "nccl" and "mpi" are not built yet and say so.
+// backend: "gloo" (CPU tensors), "mpi" (CPU tensors, a job mpirun started: rank and size are
+// MPI's, init_method is not used); "nccl" is not built yet and says so.
 // init_method: "env://" (the variables above; rank 0 serves a TCPStore at MASTER_ADDR:MASTER_PORT),
 // "tcp://HOST:PORT" (the same store there) or "file:///FOLDER" (Gloo's file store; a folder new to
 // the job, on one machine or a shared file system). world_size and rank, where not -1, take

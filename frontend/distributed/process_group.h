@@ -138,15 +138,44 @@ class ProcessGroupGloo : public ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// NCCL (CUDA tensors) and MPI (jobs mpirun starts) are not built yet: making either throws
-// kiln::Error saying so, so that code written for them compiles and fails clearly.
+// Collectives over MPI, for jobs that mpirun (or a cluster's launcher) starts: rank and size are
+// MPI's. kiln opens Open MPI's libmpi.so.40 with dlopen when the first group is made (Debian's
+// libopenmpi3, which openmpi-bin installs; no MPI headers at build time), initializes MPI with
+// MPI_THREAD_SERIALIZED (collectives run on the group's thread) and finalizes it at exit. CPU
+// tensors. Each collective is non-blocking underneath and polled against the group's timeout, so
+// a rank that stopped is an error on the others (MPI cannot cancel a collective: the group is
+// unusable after one times out).
+class ProcessGroupMPI : public ProcessGroup {
+ public:
+  // The group of `ranks` of MPI_COMM_WORLD (every rank when empty); null on a rank not among
+  // them. Every rank of MPI_COMM_WORLD must call it, as MPI_Comm_create.
+  static std::shared_ptr<ProcessGroupMPI> createProcessGroupMPI(const std::vector<int>& ranks = {},
+                                                                std::chrono::milliseconds timeout = kDefaultTimeout);
+  ~ProcessGroupMPI() override;
+  std::string getBackendName() const override { return "mpi"; }
+
+  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
+                                  const AllreduceOptions& options = AllreduceOptions()) override;
+  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
+                                  const BroadcastOptions& options = BroadcastOptions()) override;
+  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
+                                  const AllgatherOptions& options = AllgatherOptions()) override;
+  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
+                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;
+  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+
+  struct Impl;
+  ProcessGroupMPI(std::unique_ptr<Impl> impl, int rank, int size);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// NCCL (CUDA tensors) is not built yet: making it throws kiln::Error saying so, so that code
+// written for it compiles and fails clearly.
 class ProcessGroupNCCL {
  public:
   ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size);
-};
-class ProcessGroupMPI {
- public:
-  static std::shared_ptr<ProcessGroup> createProcessGroupMPI(const std::vector<int>& ranks = {});
 };
 
 }  // namespace kiln::distributed

@@ -35,13 +35,6 @@ ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>&, int, int) {
       "tensors");
 }
 
-std::shared_ptr<ProcessGroup> ProcessGroupMPI::createProcessGroupMPI(const std::vector<int>&) {
-  throw Error(
-      "ProcessGroupMPI: the MPI backend is not built into kiln yet; use \"gloo\" (kiln launch starts the "
-      "ranks, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from mpirun's OMPI_COMM_WORLD_RANK "
-      "and OMPI_COMM_WORLD_SIZE)");
-}
-
 #if !KILN_HAVE_GLOO
 
 namespace {
@@ -66,10 +59,6 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>&, const Br
 std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor>>&, std::vector<Tensor>&,
                                                   const AllgatherOptions&) {
   no_gloo("allgather");
-}
-std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
-                                                       const ReduceScatterOptions&) {
-  no_gloo("reduce_scatter");
 }
 std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions&) { no_gloo("barrier"); }
 
@@ -291,10 +280,8 @@ ProcessGroupGloo::~ProcessGroupGloo() = default;  // the queue runs what was que
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
   const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";
-  KILN_CHECK(tensors.size() == 1, name, ": expected one tensor, got ", tensors.size());
   const ReduceOp op = options.reduceOp;
-  KILN_CHECK(op != ReduceOp::AVG || tensors[0].is_floating_point(), name, ": AVG needs a floating-point tensor, got ",
-             detail::shape_text(tensors[0]));
+  detail::check_allreduce_arguments(tensors, op, name);
   Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
@@ -313,22 +300,13 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, 
         });
       },
       timeout, options.check_across_ranks);
-  const int size = size_;
-  work->on_wait = [s, op, size] {
-    if (op == ReduceOp::AVG) {
-      autograd::NoGradGuard no_grad;
-      s.memory.div_(size);
-    }
-    write_back(s);
-  };
+  work->on_wait = detail::finish_allreduce(s, op, size_);
   return work;
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& options) {
   const std::string name = "broadcast";
-  KILN_CHECK(tensors.size() == 1 && options.rootTensor == 0, name, ": expected one tensor, got ", tensors.size());
-  KILN_CHECK(options.rootRank >= 0 && options.rootRank < size_, name, ": source rank ", options.rootRank,
-             " is not in [0, ", size_, ")");
+  detail::check_broadcast_arguments(*this, tensors, options);
   Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
@@ -356,14 +334,8 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
 std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor>>& outputs,
                                                   std::vector<Tensor>& inputs, const AllgatherOptions& options) {
   const std::string name = "all_gather";
-  KILN_CHECK(inputs.size() == 1 && outputs.size() == 1, name, ": expected one input and one output list");
+  const std::vector<Tensor> out = detail::check_allgather_arguments(*this, outputs, inputs);
   const Tensor& input = inputs[0];
-  std::vector<Tensor> out = outputs[0];
-  KILN_CHECK(int(out.size()) == size_, name, ": the output list has ", out.size(), " tensors for ", size_, " ranks");
-  for (const Tensor& o : out)
-    KILN_CHECK(o.defined() && o.sizes() == input.sizes() && o.dtype() == input.dtype(), name, ": output ",
-               o.defined() ? detail::shape_text(o) : "undefined", " does not match the input ",
-               detail::shape_text(input));
   Staged s = stage_for_gloo(input, name);
   Tensor gathered = empty({int64_t(size_) * input.numel()}, TensorOptions(input.dtype()));
   void* gathered_data = s.elements > 0 ? gathered.data_ptr() : nullptr;
@@ -384,46 +356,21 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor
         });
       },
       timeout);
-  work->on_wait = [out, gathered, n = input.numel()] {
-    autograd::NoGradGuard no_grad;
-    for (size_t r = 0; r < out.size(); ++r) out[r].copy_(gathered.narrow(0, int64_t(r) * n, n).view(out[r].sizes()));
-  };
+  work->on_wait = [out, gathered] { detail::scatter_gathered(out, gathered); };
   return work;
 }
 
-// Through Gloo's allreduce of every rank's whole input list (the reduce-scatter algorithm of
-// Debian's Gloo takes no timeout), each rank keeping its part.
+#endif  // KILN_HAVE_GLOO
+
+// Through an all-reduce of every rank's whole input list: the reduce-scatter algorithm of
+// Debian's Gloo takes no timeout. (Without Gloo, its all-reduce says so.)
 std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>& outputs,
                                                        std::vector<std::vector<Tensor>>& inputs,
                                                        const ReduceScatterOptions& options) {
-  const std::string name = std::string("reduce_scatter(") + reduce_op_name(options.reduceOp) + ")";
-  KILN_CHECK(outputs.size() == 1 && inputs.size() == 1, name, ": expected one output and one input list");
-  const Tensor output = outputs[0];
-  const std::vector<Tensor>& in = inputs[0];
-  KILN_CHECK(int(in.size()) == size_, name, ": the input list has ", in.size(), " tensors for ", size_, " ranks");
-  std::vector<Tensor> flat;
-  for (const Tensor& t : in) {
-    KILN_CHECK(t.defined() && output.defined() && t.sizes() == output.sizes() && t.dtype() == output.dtype(), name,
-               ": input ", t.defined() ? detail::shape_text(t) : "undefined", " does not match the output ",
-               output.defined() ? detail::shape_text(output) : "undefined");
-    flat.push_back(t.detach().reshape({-1}));
-  }
-  Tensor all = cat(flat).contiguous();
-  std::vector<Tensor> reduced{all};
-  AllreduceOptions reduce;
-  reduce.reduceOp = options.reduceOp;
-  reduce.timeout = options.timeout;
-  auto work = allreduce(reduced, reduce);  // its check compares the concatenated inputs' shape
-  work->name = name;
-  auto reduce_done = work->on_wait;
-  work->on_wait = [reduce_done, all, output, rank = rank_] {
-    reduce_done();
-    autograd::NoGradGuard no_grad;
-    const int64_t n = output.numel();
-    output.copy_(all.narrow(0, rank * n, n).view(output.sizes()));
-  };
-  return work;
+  return detail::reduce_scatter_by_allreduce(*this, outputs, inputs, options);
 }
+
+#if KILN_HAVE_GLOO
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions& options) {
   auto context = impl_->context;
