@@ -12,12 +12,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "cuda_fake_driver.h"
 #include "expect_error.h"
 
 extern char** environ;
@@ -282,10 +284,60 @@ TEST(Distributed, MpiBadArguments) {
                     "init_process_group: with the mpi backend, rank and world size are MPI's");
 }
 
-TEST(Distributed, NcclIsNotBuiltYet) {
+// NCCL without a GPU: the library loads (where the CUDA toolkit is) and has every entry point
+// kiln declares; a group without a device is a clear error. Collectives on a GPU: scripts/gpu-check.sh.
+TEST(Distributed, NcclLibraryHasEveryEntryPointKilnUses) {
+  if (!dist::nccl::available() && dist::nccl::unavailable_reason().find("could not be opened") != std::string::npos)
+    GTEST_SKIP() << dist::nccl::unavailable_reason();
+  EXPECT_EQ(dist::nccl::unavailable_reason(), "");
+  const auto& names = dist::nccl::symbol_names();
+  for (const char* name : {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommAbort", "ncclAllReduce", "ncclBroadcast",
+                           "ncclAllGather", "ncclCommGetAsyncError"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  EXPECT_EQ(dist::nccl::version().rfind("2.", 0), 0u) << dist::nccl::version();
+}
+
+TEST(Distributed, NcclWithoutADeviceIsAClearError) {
+  if (kiln::cuda::is_available()) GTEST_SKIP() << "a CUDA device is here";
   const auto folder = fresh_folder("nccl");
-  EXPECT_THROW_WITH(dist::init_process_group("nccl", "file://" + folder.string(), 1, 0),
-                    "the NCCL backend (CUDA tensors) is not built into kiln yet");
+  const std::string expected = dist::nccl::available() ? "ProcessGroupNCCL: no CUDA device here ("
+                                                       : "ProcessGroupNCCL: " + dist::nccl::unavailable_reason();
+  EXPECT_THROW_WITH(dist::init_process_group("nccl", "file://" + folder.string(), 1, 0), expected);
+  EXPECT_FALSE(dist::is_initialized());
+  std::filesystem::remove_all(folder);
+}
+
+// The checks made before anything reaches NCCL, on the fake CUDA device (no collective runs).
+TEST(Distributed, NcclArgumentChecks) {
+  if (!dist::nccl::available()) GTEST_SKIP() << dist::nccl::unavailable_reason();
+  kiln_test::use_fake_cuda(true);
+  const auto folder = fresh_folder("nccl-arguments");
+  {
+    auto store = std::make_shared<c10d::FileStore>(folder.string(), 1);
+    c10d::ProcessGroupNCCL group(store, 0, 1);
+    EXPECT_EQ(group.getBackendName(), "nccl");
+    const kiln::TensorOptions cuda = kiln::TensorOptions(kiln::kFloat).device(kiln::Device(kiln::kCUDA, 0));
+    std::vector<Tensor> cpu{kiln::ones({2})};
+    EXPECT_THROW_WITH(
+        group.allreduce(cpu),
+        "all_reduce(SUM): the nccl backend takes CUDA tensors, got one on cpu (init_process_group(\"gloo\") "
+        "for CPU tensors)");
+    std::vector<Tensor> shorts{kiln::ones({2}, cuda.dtype(kiln::kShort))};
+    EXPECT_THROW_WITH(group.allreduce(shorts), "all_reduce(SUM): dtype int16 is not supported by the nccl backend");
+    std::vector<Tensor> ints{kiln::ones({2}, cuda.dtype(kiln::kLong))};
+    dist::AllreduceOptions average;
+    average.reduceOp = dist::ReduceOp::AVG;
+    EXPECT_THROW_WITH(group.allreduce(ints, average),
+                      "all_reduce(AVG): AVG needs a floating-point tensor, got [2] int64");
+    std::vector<Tensor> one{kiln::ones({2}, cuda)};
+    dist::BroadcastOptions from_one;
+    from_one.rootRank = 1;
+    EXPECT_THROW_WITH(group.broadcast(one, from_one), "broadcast: source rank 1 is not in [0, 1)");
+    std::vector<std::vector<Tensor>> outputs{{kiln::zeros({3}, cuda)}};
+    EXPECT_THROW_WITH(group.allgather(outputs, one),
+                      "all_gather: output [3] float32 does not match the input [2] float32");
+  }
+  kiln_test::use_fake_cuda(false);
   std::filesystem::remove_all(folder);
 }
 

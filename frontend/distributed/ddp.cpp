@@ -29,9 +29,13 @@ Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> parameters,
                  std::vector<std::pair<std::string, Tensor>> buffers, DistributedDataParallelOptions options)
     : params_(std::move(parameters)), named_buffers_(std::move(buffers)), options_(std::move(options)) {
   group_ = options_.process_group ? options_.process_group : distributed::default_process_group();
+  // The group's tensors are on the parameters' device: the CPU, or one GPU with nccl.
+  const bool on_gpu = group_->getBackendName() == "nccl";
+  if (on_gpu && !params_.empty()) device_ = params_[0].second.device();
   for (const auto& [name, p] : params_)
-    KILN_CHECK(p.is_cpu(), "DistributedDataParallel: parameter '", name, "' is on ", p.device().str(),
-               "; the gloo backend takes CPU tensors (NCCL is not built into kiln yet)");
+    KILN_CHECK(p.device() == device_, "DistributedDataParallel: parameter '", name, "' is on ", p.device().str(),
+               "; the ", group_->getBackendName(), " backend takes ",
+               on_gpu ? "the parameters on one CUDA device (" + device_.str() + ")" : std::string("CPU tensors"));
   for (const auto& item : named_buffers_) buffers_.push_back(item.second);
   make_buckets();
   check_ranks_agree();
@@ -93,9 +97,9 @@ void Reducer::check_ranks_agree() {
   if (size == 1) return;
   auto gather = [&](const Tensor& mine) {
     std::vector<Tensor> all;
-    for (int r = 0; r < size; ++r) all.push_back(empty(mine.sizes(), TensorOptions(mine.dtype())));
+    for (int r = 0; r < size; ++r) all.push_back(empty(mine.sizes(), TensorOptions(mine.dtype()).device(device_)));
     std::vector<std::vector<Tensor>> outputs{all};
-    std::vector<Tensor> inputs{mine};
+    std::vector<Tensor> inputs{mine.to(device_, mine.dtype())};
     group_->allgather(outputs, inputs)->wait();
     return all;
   };
@@ -214,7 +218,7 @@ void Reducer::start_round() {
   // Which parameters some rank used: launched before any bucket, in the same order on every rank.
   std::vector<int32_t> used(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) used[i] = unused_[i] ? 0 : 1;
-  used_by_ranks_ = tensor(used);
+  used_by_ranks_ = tensor(used).to(device_, kInt);
   if (group_->getSize() > 1 && !params_.empty()) {
     std::vector<Tensor> tensors{used_by_ranks_};
     distributed::AllreduceOptions options;
@@ -227,7 +231,7 @@ void Reducer::start_round() {
     if (!unused_[i]) continue;
     const Tensor& p = params_[i].second;
     const Tensor& grad = p.grad();
-    mark_ready(i, grad.defined() ? grad.detach() : zeros(p.sizes(), TensorOptions(p.dtype())));
+    mark_ready(i, grad.defined() ? grad.detach() : zeros(p.sizes(), TensorOptions(p.dtype()).device(p.device())));
   }
 }
 
@@ -244,7 +248,8 @@ Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
     Tensor piece = accumulated.defined() ? accumulated.detach() + grad.detach() : grad.detach();
     accumulated = Tensor();
     mark_ready(param, piece);
-    if (ready_count_ < params_.size()) return zeros(grad.sizes(), TensorOptions(grad.dtype()));  // never computed
+    if (ready_count_ < params_.size())
+      return zeros(grad.sizes(), TensorOptions(grad.dtype()).device(grad.device()));  // never computed
     return finish_round(param);
   } catch (...) {
     round_active_ = false;  // the next forward starts afresh

@@ -81,6 +81,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<Tensor> buffers_;
   DistributedDataParallelOptions options_;
   std::shared_ptr<distributed::ProcessGroup> group_;
+  Device device_ = Device(kCPU);  // of the parameters, and of the tensors DDP communicates
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_, slot_of_;
   std::vector<unsigned> hooks_;

@@ -103,7 +103,7 @@ void init_process_group(const std::string& backend, const std::string& init_meth
              "init_process_group: the default process group is already initialized (call "
              "destroy_process_group first)");
   KILN_CHECK(backend == "gloo" || backend == "nccl" || backend == "mpi", "init_process_group: unknown backend '",
-             backend, "' (gloo, mpi; nccl is not built yet)");
+             backend, "' (gloo, nccl, mpi)");
   if (backend == "mpi") {
     // The job is MPI's (mpirun started it): rank and size are MPI_COMM_WORLD's, no store.
     KILN_CHECK(world_size == -1 && rank == -1,
@@ -134,7 +134,13 @@ void init_process_group(const std::string& backend, const std::string& init_meth
     throw Error("init_process_group: unknown init_method '" + init_method +
                 "' (env://, tcp://HOST:PORT or file:///FOLDER)");
   }
-  if (backend == "nccl") ProcessGroupNCCL(store, me, size);  // throws: not built yet
+  if (backend == "nccl") {
+    auto options = ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    g.group = std::make_shared<ProcessGroupNCCL>(store, me, size, options);
+    g.store = store;
+    return;
+  }
   auto options = ProcessGroupGloo::Options::create();
   options->timeout = timeout;
   g.group = std::make_shared<ProcessGroupGloo>(store, me, size, options);

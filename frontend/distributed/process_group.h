@@ -75,6 +75,18 @@ struct BarrierOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
 
+// What a backend's class declares: the collectives of ProcessGroup, overridden.
+#define KILN_PROCESS_GROUP_COLLECTIVES                                                                                \
+  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options = AllreduceOptions()) \
+      override;                                                                                                       \
+  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& options = BroadcastOptions()) \
+      override;                                                                                                       \
+  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,             \
+                                  const AllgatherOptions& options = AllgatherOptions()) override;                     \
+  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,        \
+                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;        \
+  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+
 class ProcessGroup {
  public:
   ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
@@ -123,15 +135,7 @@ class ProcessGroupGloo : public ProcessGroup {
   ~ProcessGroupGloo() override;
   std::string getBackendName() const override { return "gloo"; }
 
-  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
-                                  const AllreduceOptions& options = AllreduceOptions()) override;
-  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
-                                  const BroadcastOptions& options = BroadcastOptions()) override;
-  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
-                                  const AllgatherOptions& options = AllgatherOptions()) override;
-  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
-                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;
-  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+  KILN_PROCESS_GROUP_COLLECTIVES
 
  private:
   struct Impl;
@@ -154,15 +158,7 @@ class ProcessGroupMPI : public ProcessGroup {
   ~ProcessGroupMPI() override;
   std::string getBackendName() const override { return "mpi"; }
 
-  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
-                                  const AllreduceOptions& options = AllreduceOptions()) override;
-  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
-                                  const BroadcastOptions& options = BroadcastOptions()) override;
-  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
-                                  const AllgatherOptions& options = AllgatherOptions()) override;
-  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
-                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;
-  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+  KILN_PROCESS_GROUP_COLLECTIVES
 
   struct Impl;
   ProcessGroupMPI(std::unique_ptr<Impl> impl, int rank, int size);
@@ -171,11 +167,39 @@ class ProcessGroupMPI : public ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// NCCL (CUDA tensors) is not built yet: making it throws kiln::Error saying so, so that code
-// written for it compiles and fails clearly.
-class ProcessGroupNCCL {
+// Collectives over NCCL, for CUDA tensors: one rank per GPU. kiln opens libnccl.so.2 with dlopen
+// (the CUDA toolkit's, or LD_LIBRARY_PATH's) when a group is made; a missing library or device is
+// a kiln::Error then. The communicator of a device is made at the first collective on it (rank
+// 0's unique id shared through the store). Collectives are queued on kiln's stream of the
+// tensor's device, after the kernels that compute their inputs; the group's thread watches each
+// one (an event, ncclCommGetAsyncError) and aborts the communicator past the timeout, so a rank
+// that died is an error on the others. Work::wait() returns once the device has finished it.
+class ProcessGroupNCCL : public ProcessGroup {
  public:
-  ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size);
+  struct Options {
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+    static std::shared_ptr<Options> create() { return std::make_shared<Options>(); }
+  };
+  ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size,
+                   std::shared_ptr<Options> options = Options::create());
+  ~ProcessGroupNCCL() override;
+  std::string getBackendName() const override { return "nccl"; }
+
+  KILN_PROCESS_GROUP_COLLECTIVES
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
+
+// The NCCL library as kiln opens it (for tests and `kiln info`).
+namespace nccl {
+// The entry points kiln resolves from libnccl.so.2, by name.
+const std::vector<std::string>& symbol_names();
+// Whether libnccl.so.2 opened and has every one of them; never throws.
+bool available();
+const std::string& unavailable_reason();  // empty when available
+std::string version();                    // "2.27.7" (ncclGetVersion); throws where unavailable
+}  // namespace nccl
 
 }  // namespace kiln::distributed

@@ -29,12 +29,6 @@
 
 namespace kiln::distributed {
 
-ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>&, int, int) {
-  throw Error(
-      "ProcessGroupNCCL: the NCCL backend (CUDA tensors) is not built into kiln yet; use \"gloo\" with CPU "
-      "tensors");
-}
-
 #if !KILN_HAVE_GLOO
 
 namespace {
