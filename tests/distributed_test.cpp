@@ -388,3 +388,45 @@ TEST(Distributed, TcpStoreSetGetAndErrors) {
   EXPECT_THROW_WITH(dist::TCPStore("127.0.0.1", port, false, std::chrono::milliseconds(200)),
                     "TCPStore: could not reach the master at 127.0.0.1:" + std::to_string(port));
 }
+
+// On a GPU (scripts/gpu-check.sh): a job of one rank over NCCL, its collectives on CUDA tensors
+// computed lazily, and DDP on CUDA parameters giving the gradients of plain backward. (Two ranks
+// need two GPUs: NCCL refuses two ranks on one device.)
+TEST(NcclGpu, OneRankCollectivesAndDdp) {
+  if (!kiln::cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << kiln::cuda::unavailable_reason();
+  if (!dist::nccl::available()) GTEST_SKIP() << dist::nccl::unavailable_reason();
+  const auto folder = fresh_folder("nccl-gpu");
+  dist::init_process_group("nccl", "file://" + folder.string(), 1, 0, std::chrono::seconds(30));
+  EXPECT_EQ(dist::get_backend(), "nccl");
+  const kiln::TensorOptions cuda = kiln::TensorOptions(kiln::kFloat).device(kiln::Device(kiln::kCUDA, 0));
+  Tensor t = kiln::arange(6, cuda).view({2, 3}) * 2;  // lazy: computed on the device first
+  dist::all_reduce(t);
+  EXPECT_EQ(t.cpu().to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8, 10}));
+  dist::all_reduce(t, dist::ReduceOp::AVG);
+  EXPECT_EQ(t.cpu().to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8, 10}));
+  Tensor transposed = kiln::arange(6, cuda.dtype(kiln::kDouble)).view({2, 3}).t();
+  dist::broadcast(transposed, 0);
+  EXPECT_TRUE(transposed.cpu().equal(kiln::arange(6, kiln::TensorOptions(kiln::kDouble)).view({2, 3}).t()));
+  std::vector<Tensor> gathered{kiln::zeros({3}, cuda)};
+  dist::all_gather(gathered, kiln::full({3}, 7.0, cuda));
+  EXPECT_EQ(gathered[0].cpu().to_vector<float>(), (std::vector<float>{7, 7, 7}));
+  dist::barrier();
+
+  kiln::manual_seed(3);
+  kiln::nn::Linear plain(4, 2), wrapped(4, 2);
+  plain->to(kiln::Device(kiln::kCUDA, 0));
+  wrapped->to(kiln::Device(kiln::kCUDA, 0));
+  {
+    kiln::autograd::NoGradGuard no_grad;
+    wrapped->weight.copy_(plain->weight);
+    wrapped->bias.copy_(plain->bias);
+  }
+  auto ddp = kiln::nn::parallel::DistributedDataParallel(wrapped);
+  const Tensor x = kiln::randn({8, 4}).to(kiln::Device(kiln::kCUDA, 0));
+  plain->forward(x).pow(2).sum().backward();
+  ddp->forward(x).pow(2).sum().backward();
+  EXPECT_TRUE(wrapped->weight.grad().cpu().allclose(plain->weight.grad().cpu(), 1e-5, 1e-6));
+  EXPECT_TRUE(wrapped->bias.grad().cpu().allclose(plain->bias.grad().cpu(), 1e-5, 1e-6));
+  dist::destroy_process_group();
+  std::filesystem::remove_all(folder);
+}
