@@ -144,6 +144,26 @@ TEST(Distributed, C10dProcessGroupGlooOverAFileStore) {
   std::filesystem::remove_all(folder);
 }
 
+// A folder that earlier jobs used, one of which crashed after joining: each job gets its own.
+TEST(Distributed, FileStoreFolderReusedByLaterJobs) {
+  const auto folder = fresh_folder("reused");
+  expect_all_pass(run_ranks(2, {"c10d", folder.string()}, {kInterp}));
+  expect_all_pass(run_ranks(2, {"c10d", folder.string()}, {kInterp}));
+  // A job whose one member joined and died, leaving a key behind.
+  const pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ::waitpid(dead, nullptr, 0);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::ofstream(folder / "members") << "7\n" << dead << " " << host << "\n";
+  std::filesystem::create_directories(folder / "job-7");
+  std::ofstream(folder / "job-7" / "kiln%2Fgloo%2Frank_0") << "stale";
+  expect_all_pass(run_ranks(2, {"c10d", folder.string()}, {kInterp}));
+  EXPECT_FALSE(std::filesystem::exists(folder / "job-7"));
+  EXPECT_TRUE(std::filesystem::exists(folder / "job-8"));
+  std::filesystem::remove_all(folder);
+}
+
 TEST(Distributed, DdpOnTwoRanksMatchesOneProcessOnTheWholeBatch) {
   const auto ranks = run_ranks(2, {"ddp", "10"}, {kInterp});
   expect_all_pass(ranks);

@@ -128,7 +128,7 @@ void init_process_group(const std::string& backend, const std::string& init_meth
     store = std::make_shared<TCPStore>(address.substr(0, colon), parse_port(address.substr(colon + 1), init_method),
                                        me == 0, timeout);
   } else if (init_method.rfind("file://", 0) == 0) {
-    store = std::make_shared<FileStore>(init_method.substr(7));
+    store = std::make_shared<FileStore>(init_method.substr(7), size);
     store->setTimeout(timeout);
   } else {
     throw Error("init_process_group: unknown init_method '" + init_method +

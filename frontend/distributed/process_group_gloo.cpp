@@ -3,11 +3,16 @@
 // thread's lazy segment); Gloo then runs on the group's thread over that memory. Outputs that
 // are not the memory Gloo wrote (a non-contiguous tensor, all_gather's list) are filled by
 // Work::wait() on the calling thread.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "frontend/autograd.h"
 #include "frontend/distributed/collective_queue.h"
@@ -72,12 +77,65 @@ struct FileStore::Impl {
   std::string path;
 };
 
-FileStore::FileStore(const std::string& path, int) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+// The job folder under `path` that this process joins, for a job of `workers` processes. The
+// members file (under an flock) lists the current job's members as "PID HOST"; a process starts
+// a new job (the next number, a fresh folder; the older ones removed) where that one is full, or
+// where every member it lists on this host has exited (a job that ended or crashed).
+std::string join_job_folder(const std::string& path, int workers) {
+  const std::string members_path = path + "/members";
+  const int fd = ::open(members_path.c_str(), O_RDWR | O_CREAT, 0644);
+  KILN_CHECK(fd >= 0, "FileStore: cannot open ", members_path, ": ", std::strerror(errno));
+  ::flock(fd, LOCK_EX);
+  std::string text;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) text.append(chunk, size_t(n));
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  long job = 0;
+  int count = 0;
+  bool some_alive = false;
+  std::istringstream in(text);
+  in >> job;
+  long pid;
+  std::string member_host;
+  while (in >> pid >> member_host) {
+    ++count;
+    some_alive = some_alive || member_host != host || process_alive(pid);
+  }
+  if (count >= workers || (count > 0 && !some_alive)) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path + "/job-" + std::to_string(job), ignored);
+    ++job;
+    text = std::to_string(job) + "\n";
+  } else if (text.empty()) {
+    text = "0\n";
+  }
+  text += std::to_string(::getpid()) + " " + host + "\n";
+  ::lseek(fd, 0, SEEK_SET);
+  const bool written = ::ftruncate(fd, 0) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  KILN_CHECK(written, "FileStore: cannot write ", members_path);
+  const std::string folder = path + "/job-" + std::to_string(job);
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  KILN_CHECK(std::filesystem::is_directory(folder), "FileStore: cannot make the folder ", folder, ": ",
+             error.message());
+  return folder;
+}
+
+}  // namespace
+
+FileStore::FileStore(const std::string& path, int num_workers) : impl_(std::make_unique<Impl>()) {
   std::error_code error;
   std::filesystem::create_directories(path, error);
   KILN_CHECK(std::filesystem::is_directory(path), "FileStore: cannot make the folder ", path, ": ", error.message());
-  impl_->path = path;
-  impl_->store = std::make_unique<gloo::rendezvous::FileStore>(path);
+  impl_->path = num_workers > 0 ? join_job_folder(path, num_workers) : path;
+  impl_->store = std::make_unique<gloo::rendezvous::FileStore>(impl_->path);
 }
 FileStore::~FileStore() = default;
 
