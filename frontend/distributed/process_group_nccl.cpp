@@ -174,6 +174,7 @@ Tensor device_output(IntArrayRef sizes, ScalarType dtype, int device, void** dat
   *data = buffer->data();
   Tensor out = kiln::detail::wrap(kiln::detail::record_input(Shape(sizes.begin(), sizes.end()), dtype, buffer));
   out.unsafeGetTensorImpl()->storage->cuda_device = int16_t(device);
+  out.unsafeGetTensorImpl()->storage->node->cuda_device = int16_t(device);  // it is there, as ToDevice's
   return out;
 }
 
