@@ -271,9 +271,16 @@ TEST(Distributed, InitProcessGroupBadArguments) {
 TEST(Distributed, MpiJobStartedByMpirun) {
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin): the mpi backend is not tested here";
-  auto run = [](const std::string& args) {
+  // Under AddressSanitizer (scripts/sanitize.sh), without leak detection in these ranks: Open MPI
+  // leaves allocations at MPI_Finalize in plugins it then unloads, whose frames no suppression can
+  // name. The Gloo jobs run the same worker code with it on.
+  std::string sanitizer;
+  if (const char* asan = std::getenv("ASAN_OPTIONS"))
+    sanitizer = "-x ASAN_OPTIONS='" + std::string(asan) + ":detect_leaks=0' ";
+  auto run = [&sanitizer](const std::string& args) {
     const std::string command =
-        "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x KILN_TEST_BACKEND=mpi "
+        "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + sanitizer +
+        "-x KILN_TEST_BACKEND=mpi "
         "-x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=20000 " KILN_DISTRIBUTED_WORKER " " +
         args + " 2>&1";
     std::string output;
