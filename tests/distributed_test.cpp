@@ -277,12 +277,11 @@ TEST(Distributed, MpiJobStartedByMpirun) {
   std::string sanitizer;
   if (const char* asan = std::getenv("ASAN_OPTIONS"))
     sanitizer = "-x ASAN_OPTIONS='" + std::string(asan) + ":detect_leaks=0' ";
-  auto run = [&sanitizer](const std::string& args) {
+  auto run = [&sanitizer](const std::string& args, int timeout_ms = 20000) {
     const std::string command =
         "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + sanitizer +
-        "-x KILN_TEST_BACKEND=mpi "
-        "-x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=20000 " KILN_DISTRIBUTED_WORKER " " +
-        args + " 2>&1";
+        "-x KILN_TEST_BACKEND=mpi -x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=" +
+        std::to_string(timeout_ms) + " " KILN_DISTRIBUTED_WORKER " " + args + " 2>&1";
     std::string output;
     FILE* pipe = ::popen(command.c_str(), "r");
     char chunk[4096];
@@ -304,6 +303,12 @@ TEST(Distributed, MpiJobStartedByMpirun) {
   const auto [ddp_ok, ddp] = run("ddp 3");
   EXPECT_TRUE(ddp_ok) << ddp;
   EXPECT_NE(ddp.find("ddp relative difference"), std::string::npos) << ddp;
+  // A rank that stops: the other's collective fails within the timeout, and mpirun ends the job.
+  const auto [stop_ok, stop] = run("stop", 1500);
+  EXPECT_NE(stop.find("rank 0: error after"), std::string::npos) << stop;
+  EXPECT_NE(stop.find("all_reduce(SUM) (mpi) failed: MPI_Iallgather did not complete within 1500 ms"),
+            std::string::npos)
+      << stop;
 }
 
 TEST(Distributed, MpiBadArguments) {
