@@ -1,8 +1,8 @@
 // Process groups, as c10d's: a rank's handle on a job of `size` ranks, running collectives over
-// kiln tensors on a library's algorithms (Gloo for CPU tensors). Collectives are queued in call
-// order and run on the group's own thread; each returns a Work whose wait() rethrows the
-// collective's error as kiln::Error. Every collective has a timeout: a rank that died or stopped
-// is an error on the others, never a hang.
+// kiln tensors on a library's algorithms (Gloo or MPI for CPU tensors, NCCL for CUDA tensors).
+// Collectives are queued in call order and run on the group's own thread; each returns a Work
+// whose wait() rethrows the collective's error as kiln::Error. Every collective has a timeout: a
+// rank that died or stopped is an error on the others, never a hang.
 #pragma once
 #include <chrono>
 #include <condition_variable>
