@@ -61,12 +61,16 @@ int train(const TrainOptions& o) {
   // gradients averaged by DistributedDataParallel. Rank 0 reports.
   const char* world_size = std::getenv("WORLD_SIZE");
   const bool distributed = world_size && std::atoi(world_size) > 1;
-  if (distributed) kiln::distributed::init_process_group("gloo");
+  torch::Device device(o.device);
+  // On GPUs: NCCL, one device per rank (cuda:LOCAL_RANK unless --device names one).
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  if (distributed && device.is_cuda() && !device.has_index() && local_rank)
+    device = torch::Device(torch::kCUDA, std::atoi(local_rank));
+  if (distributed) kiln::distributed::init_process_group(device.is_cuda() ? "nccl" : "gloo");
   const int rank = distributed ? kiln::distributed::get_rank() : 0;
   const int world = distributed ? kiln::distributed::get_world_size() : 1;
   const bool reports = rank == 0;
   if (o.threads > 0) set_num_threads(o.threads);
-  const torch::Device device(o.device);
   KILN_CHECK(device.is_cpu() || kiln::cuda::is_available(), "train: --device ", o.device,
              " was asked for, but CUDA is not available: ", kiln::cuda::unavailable_reason());
   torch::manual_seed(o.seed);

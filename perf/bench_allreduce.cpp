@@ -1,6 +1,7 @@
 // all_reduce bandwidth over Gloo, and what DDP's communication adds to a training step. Run one
 // rank per process: `build/cli/kiln launch --nproc-per-node 2 -- build/perf/bench_allreduce`
-// (alone, it is a job of one rank). Rank 0 prints the tables; `--quick` for a short run.
+// (alone, it is a job of one rank), or over MPI: `mpirun -np 2 build/perf/bench_allreduce`. Rank 0 prints the tables;
+// `--quick` for a short run.
 #include <kiln/distributed.h>
 #include <kiln/torch.h>
 #include <unistd.h>
@@ -40,7 +41,9 @@ double time_steps(F&& step, double min_seconds) {
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   const double min_seconds = quick ? 0.01 : 1.0;
-  if (std::getenv("RANK")) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    dist::init_process_group("mpi");  // `mpirun -np 2 build/perf/bench_allreduce`
+  } else if (std::getenv("RANK")) {
     dist::init_process_group("gloo");
   } else {
     const auto folder = std::filesystem::temp_directory_path() / ("kiln-bench-allreduce-" + std::to_string(getpid()));
@@ -48,7 +51,8 @@ int main(int argc, char** argv) {
   }
   const int rank = dist::get_rank(), world = dist::get_world_size();
   if (rank == 0) {
-    std::printf("all_reduce (SUM, float32) on %d rank(s), %d kernel thread(s) each\n", world, torch::get_num_threads());
+    std::printf("all_reduce (SUM, float32) over %s on %d rank(s), %d kernel thread(s) each\n",
+                dist::get_backend().c_str(), world, torch::get_num_threads());
     std::printf("| size | ms | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n");
   }
   for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
@@ -60,6 +64,28 @@ int main(int argc, char** argv) {
     const double algorithm = double(bytes) / s / 1e9, bus = algorithm * 2.0 * (world - 1) / world;
     if (rank == 0)
       std::printf("| %lld KiB | %.3f | %.2f | %.2f |\n", (long long)(bytes >> 10), s * 1e3, algorithm, bus);
+  }
+
+  // What the per-call check across ranks (shapes compared in one small all-gather) adds to a
+  // small all_reduce; DDP's bucket all-reduces skip it.
+  {
+    auto group = dist::default_process_group();
+    torch::Tensor small = torch::ones({16});
+    small.data_ptr();
+    auto timed = [&](bool check) {
+      dist::AllreduceOptions options;
+      options.check_across_ranks = check;
+      return time_steps(
+          [&] {
+            std::vector<torch::Tensor> tensors{small};
+            group->allreduce(tensors, options)->wait();
+          },
+          min_seconds);
+    };
+    const double unchecked = timed(false), checked = timed(true);
+    if (rank == 0)
+      std::printf("all_reduce of 64 B: %.3f ms checked across ranks, %.3f ms unchecked\n", checked * 1e3,
+                  unchecked * 1e3);
   }
 
   // The MLP of `kiln train` on this rank's share of a batch of 64, with DDP averaging gradients

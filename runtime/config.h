@@ -33,8 +33,8 @@ struct Config {
   // KILN_THREADS_IMPL: what runs parallel loops, tbb (oneTBB) or pool (kiln's own spinning pool,
   // kept to be measured against it: scripts/bench_threads.sh).
   std::string threads_impl = "tbb";
-  // KILN_DISTRIBUTED_DEBUG=1: before each collective the ranks compare its name, shape and dtype,
-  // and fail naming both where they differ (one small all-gather more per collective).
+  // KILN_DISTRIBUTED_DEBUG=1: the ranks compare each collective's name, shape and dtype before
+  // running it even where the caller verified its layout once (DDP's buckets); others always do.
   bool distributed_debug = false;
   // Tuning (`kiln tune`, codegen/halide/tune.h). KILN_TUNED=0: flushes ignore the tuning database
   // and run every kernel with its hand schedule.

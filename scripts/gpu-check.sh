@@ -87,12 +87,29 @@ run() {
   check "kiln train --device cuda --epochs 1" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
   check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \
     --data "$dir/data"
+  nccl_step
   not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" \
     "perf/workloads.cpp makes its tensors on the CPU; kiln bench has no --device option yet"
   echo "=== record: the two 'accuracy ... seconds_per_epoch ...' lines above (cold and warm cache),"
   echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, and the summary below"
 
   finish
+}
+
+# NCCL (issue 34): libnccl.so.2 (over 200 MiB, so it does not travel) from the toolkit, the
+# system, or PyTorch's nvidia-nccl wheel; then a job of one rank (NCCL takes one GPU per rank).
+nccl_step() {
+  local lib
+  lib=$( (ls /usr/local/cuda/lib64/libnccl.so.2; ldconfig -p | awk '/libnccl.so.2 /{print $NF}';
+          python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))'
+        ) 2>/dev/null | head -n 1)
+  if [[ -z $lib || ! -e $lib ]]; then
+    not_yet "NCCL collectives and DDP on the GPU (NcclGpu.*)" "no libnccl.so.2 on this machine"
+    return
+  fi
+  check "NCCL collectives and DDP on the GPU (NcclGpu.*, $lib)" env LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$lib")" \
+    "$dir/bin/kiln_tests" --gtest_filter='NcclGpu.*:Distributed.Nccl*'
+  not_yet "NCCL across ranks" "needs a machine with two GPUs: kiln launch --nproc-per-node 2 over nccl"
 }
 
 finish() {

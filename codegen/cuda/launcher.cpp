@@ -367,6 +367,8 @@ class CudaBackend : public Backend {
 
 }  // namespace
 
+driver::CUstream stream(int device) { return device_state(device).stream; }
+
 BufferPtr to_host(const BufferPtr& buffer) {
   if (!buffer || buffer->cuda_device() < 0) return buffer;
   DeviceState& d = device_state(buffer->cuda_device());

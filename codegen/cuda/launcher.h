@@ -10,6 +10,7 @@
 // (logged once per op, counted in Stats::cuda_host_fallbacks), so every program still runs.
 #pragma once
 #include "codegen/backend.h"
+#include "runtime/cuda/driver.h"
 
 namespace kiln::codegen {
 
@@ -20,6 +21,9 @@ namespace cuda {
 // A host copy of `buffer` (device memory: Buffer::cuda_device), once the device's stream has
 // finished the work queued before; host memory is returned as it is.
 BufferPtr to_host(const BufferPtr& buffer);
+// The device's one stream, which every copy and launch of kiln goes on; work queued on it by
+// others (NCCL's collectives) is ordered with kiln's kernels.
+cuda_driver::CUstream stream(int device);
 }  // namespace cuda
 
 }  // namespace kiln::codegen

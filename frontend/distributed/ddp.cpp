@@ -12,30 +12,43 @@ namespace kiln::nn::parallel::detail {
 
 namespace {
 
-constexpr int kMaxDims = 8;  // of a parameter, as the ranks compare them
+// A parameter or buffer as the ranks compare them: [kind, dtype, dims, sizes...].
+constexpr int kMaxDims = 8;
+constexpr int64_t kRowWidth = 3 + kMaxDims;
+enum RowKind : int64_t { kParameterRow, kBufferRow, kBucketsRow };
 
-std::string shape_text(const int64_t* descriptor) {
+std::string shape_text(const int64_t* row) {
   std::string s = "[";
-  for (int64_t d = 0; d < descriptor[1]; ++d) s += (d ? ", " : "") + std::to_string(descriptor[2 + d]);
-  return s + "] " + dtype_name(ScalarType(descriptor[0]));
+  for (int64_t d = 0; d < row[2]; ++d) s += (d ? ", " : "") + std::to_string(row[3 + d]);
+  return s + "] " + dtype_name(ScalarType(row[1]));
 }
 
 }  // namespace
 
-Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> parameters, std::vector<Tensor> buffers,
-                 DistributedDataParallelOptions options)
-    : params_(std::move(parameters)), buffers_(std::move(buffers)), options_(std::move(options)) {
+Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> parameters,
+                 std::vector<std::pair<std::string, Tensor>> buffers, DistributedDataParallelOptions options)
+    : params_(std::move(parameters)), named_buffers_(std::move(buffers)), options_(std::move(options)) {
   group_ = options_.process_group ? options_.process_group : distributed::default_process_group();
+  // The group's tensors are on the parameters' device: the CPU, or one GPU with nccl.
+  const bool on_gpu = group_->getBackendName() == "nccl";
+  if (on_gpu && !params_.empty()) device_ = params_[0].second.device();
   for (const auto& [name, p] : params_)
-    KILN_CHECK(p.is_cpu(), "DistributedDataParallel: parameter '", name, "' is on ", p.device().str(),
-               "; the gloo backend takes CPU tensors (NCCL is not built into kiln yet)");
-  check_models_agree();
+    KILN_CHECK(p.device() == device_, "DistributedDataParallel: parameter '", name, "' is on ", p.device().str(),
+               "; the ", group_->getBackendName(), " backend takes ",
+               on_gpu ? "the parameters on one CUDA device (" + device_.str() + ")" : std::string("CPU tensors"));
+  for (const auto& item : named_buffers_) buffers_.push_back(item.second);
+  make_buckets();
+  check_ranks_agree();
   std::vector<Tensor> state;
   for (const auto& item : params_) state.push_back(item.second);
   state.insert(state.end(), buffers_.begin(), buffers_.end());
   broadcast_from_rank0(state);
+  ready_.assign(params_.size(), false);
+  unused_.assign(params_.size(), false);
+}
 
-  // Buckets over the parameters in reverse, the order the backward pass makes their gradients.
+// Buckets over the parameters in reverse, the order the backward pass makes their gradients.
+void Reducer::make_buckets() {
   bucket_of_.resize(params_.size());
   slot_of_.resize(params_.size());
   double cap = options_.first_bucket_cap_mb * 1e6;
@@ -55,8 +68,6 @@ Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> parameters, std::ve
     b.offsets.push_back(b.numel);
     b.numel += p.numel();
   }
-  ready_.assign(params_.size(), false);
-  unused_.assign(params_.size(), false);
 }
 
 void Reducer::attach_hooks() {
@@ -78,45 +89,71 @@ std::vector<size_t> Reducer::bucket_parameter_counts() const {
   return counts;
 }
 
-// Every rank describes each parameter as [dtype, dims, sizes...] and compares with rank 0's.
-void Reducer::check_models_agree() {
+// Every rank describes each parameter and buffer, and its bucket layout, as rows of int64s and
+// compares them with rank 0's (PyTorch's _verify_param_shape_across_processes). This is what
+// lets DDP's collectives skip the per-call check.
+void Reducer::check_ranks_agree() {
   const int size = group_->getSize(), rank = group_->getRank();
   if (size == 1) return;
   auto gather = [&](const Tensor& mine) {
     std::vector<Tensor> all;
-    for (int r = 0; r < size; ++r) all.push_back(empty(mine.sizes(), TensorOptions(mine.dtype())));
+    for (int r = 0; r < size; ++r) all.push_back(empty(mine.sizes(), TensorOptions(mine.dtype()).device(device_)));
     std::vector<std::vector<Tensor>> outputs{all};
-    std::vector<Tensor> inputs{mine};
+    std::vector<Tensor> inputs{mine.to(device_, mine.dtype())};
     group_->allgather(outputs, inputs)->wait();
     return all;
   };
-  const std::vector<Tensor> counts = gather(tensor(std::vector<int64_t>{int64_t(params_.size())}));
-  for (int r = 1; r < size; ++r)
-    KILN_CHECK(counts[r].item<int64_t>() == counts[0].item<int64_t>(),
-               "DistributedDataParallel: the ranks' models "
-               "differ: rank 0 has ",
-               counts[0].item<int64_t>(), " parameters, rank ", r, " has ", counts[r].item<int64_t>());
-  constexpr int64_t kWidth = 2 + kMaxDims;
-  std::vector<int64_t> mine(params_.size() * kWidth, 0);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i].second;
-    KILN_CHECK(p.dim() <= kMaxDims, "DistributedDataParallel: parameter '", params_[i].first, "' has more than ",
-               kMaxDims, " dimensions");
-    int64_t* d = &mine[i * kWidth];
-    d[0] = int64_t(p.dtype());
-    d[1] = p.dim();
-    for (int64_t k = 0; k < p.dim(); ++k) d[2 + k] = p.size(k);
+  const std::vector<Tensor> counts =
+      gather(tensor(std::vector<int64_t>{int64_t(params_.size()), int64_t(buffers_.size())}));
+  const std::vector<int64_t> first_counts = counts[0].to_vector<int64_t>();
+  for (int r = 1; r < size; ++r) {
+    const std::vector<int64_t> theirs = counts[r].to_vector<int64_t>();
+    for (int k = 0; k < 2; ++k)
+      KILN_CHECK(theirs[k] == first_counts[k], "DistributedDataParallel: the ranks' models differ: rank 0 has ",
+                 first_counts[k], k == 0 ? " parameters" : " buffers", ", rank ", r, " has ", theirs[k]);
   }
-  if (params_.empty()) return;
-  const std::vector<Tensor> all = gather(tensor(mine).view({int64_t(params_.size()), kWidth}));
+  std::vector<std::string> names;
+  std::vector<int64_t> rows;
+  auto describe = [&](RowKind kind, const std::string& name, const Tensor& t) {
+    KILN_CHECK(t.dim() <= kMaxDims, "DistributedDataParallel: '", name, "' has more than ", kMaxDims, " dimensions");
+    names.push_back(std::string(kind == kParameterRow ? "parameter" : "buffer") + " '" + name + "'");
+    rows.resize(rows.size() + kRowWidth, 0);
+    int64_t* row = &rows[rows.size() - kRowWidth];
+    row[0] = kind;
+    row[1] = int64_t(t.dtype());
+    row[2] = t.dim();
+    for (int64_t k = 0; k < t.dim(); ++k) row[3 + k] = t.size(k);
+  };
+  for (const auto& [name, p] : params_) describe(kParameterRow, name, p);
+  for (const auto& [name, b] : named_buffers_) describe(kBufferRow, name, b);
+  // The buckets: their count, and a hash of each one's parameters and size.
+  uint64_t layout = 1469598103934665603ull;
+  for (const Bucket& b : buckets_)
+    for (int64_t v : {int64_t(b.params.size()), int64_t(b.params.front()), b.numel})
+      layout = (layout ^ uint64_t(v)) * 1099511628211ull;
+  names.push_back("gradient buckets");
+  rows.resize(rows.size() + kRowWidth, 0);
+  rows[rows.size() - kRowWidth] = kBucketsRow;
+  rows[rows.size() - kRowWidth + 1] = int64_t(buckets_.size());
+  rows[rows.size() - kRowWidth + 2] = int64_t(layout >> 1);
+
+  const int64_t count = int64_t(names.size());
+  const std::vector<Tensor> all = gather(tensor(rows).view({count, kRowWidth}));
   const std::vector<int64_t> first = all[0].to_vector<int64_t>();
   for (int r = 1; r < size; ++r) {
     const std::vector<int64_t> theirs = all[r].to_vector<int64_t>();
-    for (size_t i = 0; i < params_.size(); ++i)
-      if (!std::equal(&first[i * kWidth], &first[i * kWidth] + kWidth, &theirs[i * kWidth]))
-        throw Error("DistributedDataParallel: the ranks' models differ: parameter " + std::to_string(i) + " ('" +
-                    params_[i].first + "' on rank " + std::to_string(rank) + ") is " + shape_text(&first[i * kWidth]) +
-                    " on rank 0 but " + shape_text(&theirs[i * kWidth]) + " on rank " + std::to_string(r));
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t* a = &first[size_t(i * kRowWidth)];
+      const int64_t* b = &theirs[size_t(i * kRowWidth)];
+      if (std::equal(a, a + kRowWidth, b)) continue;
+      if (a[0] == kBucketsRow)
+        throw Error("DistributedDataParallel: the ranks' gradient buckets differ (" + std::to_string(a[1]) +
+                    " on rank 0, " + std::to_string(b[1]) + " on rank " + std::to_string(r) +
+                    "): bucket_cap_mb and first_bucket_cap_mb must be the same on every rank");
+      throw Error("DistributedDataParallel: the ranks' models differ: " + names[size_t(i)] + " (on rank " +
+                  std::to_string(rank) + ") is " + shape_text(a) + " on rank 0 but " + shape_text(b) + " on rank " +
+                  std::to_string(r));
+    }
   }
 }
 
@@ -126,7 +163,9 @@ void Reducer::broadcast_from_rank0(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
     if (!t.defined() || t.numel() == 0) continue;
     std::vector<Tensor> one{t};
-    works.push_back(group_->broadcast(one));
+    distributed::BroadcastOptions options;
+    options.check_across_ranks = false;  // check_ranks_agree compared every parameter and buffer
+    works.push_back(group_->broadcast(one, options));
   }
   for (auto& w : works) w->wait();
 }
@@ -174,8 +213,26 @@ void Reducer::start_round() {
     b.flat = Tensor();
     b.work.reset();
   }
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (unused_[i]) mark_ready(i, zeros(params_[i].second.sizes(), TensorOptions(params_[i].second.dtype())));
+  used_work_.reset();
+  if (!options_.find_unused_parameters) return;
+  // Which parameters some rank used: launched before any bucket, in the same order on every rank.
+  std::vector<int32_t> used(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) used[i] = unused_[i] ? 0 : 1;
+  used_by_ranks_ = tensor(used).to(device_, kInt);
+  if (group_->getSize() > 1 && !params_.empty()) {
+    std::vector<Tensor> tensors{used_by_ranks_};
+    distributed::AllreduceOptions options;
+    options.check_across_ranks = false;  // one entry per parameter: check_ranks_agree compared those
+    used_work_ = group_->allreduce(tensors, options);
+  }
+  // An unused parameter's share of the bucket is its .grad so far (as PyTorch's), which stays
+  // in place should no rank have used it.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!unused_[i]) continue;
+    const Tensor& p = params_[i].second;
+    const Tensor& grad = p.grad();
+    mark_ready(i, grad.defined() ? grad.detach() : zeros(p.sizes(), TensorOptions(p.dtype()).device(p.device())));
+  }
 }
 
 Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
@@ -191,7 +248,8 @@ Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
     Tensor piece = accumulated.defined() ? accumulated.detach() + grad.detach() : grad.detach();
     accumulated = Tensor();
     mark_ready(param, piece);
-    if (ready_count_ < params_.size()) return zeros(grad.sizes(), TensorOptions(grad.dtype()));  // never computed
+    if (ready_count_ < params_.size())
+      return zeros(grad.sizes(), TensorOptions(grad.dtype()).device(grad.device()));  // never computed
     return finish_round(param);
   } catch (...) {
     round_active_ = false;  // the next forward starts afresh
@@ -219,6 +277,7 @@ void Reducer::launch_ready_buckets() {
     std::vector<Tensor> tensors{b.flat};
     distributed::AllreduceOptions options;
     options.reduceOp = distributed::ReduceOp::SUM;
+    options.check_across_ranks = false;            // the bucket layout was compared at construction
     b.work = group_->allreduce(tensors, options);  // flushes the segment: the bucket's gradients are computed
   }
 }
@@ -229,11 +288,17 @@ Tensor Reducer::finish_round(size_t current_param) {
   autograd::NoGradGuard no_grad;
   Tensor current;
   const double scale = 1.0 / double(group_->getSize());
+  std::vector<int32_t> used_by_ranks;
+  if (options_.find_unused_parameters && used_by_ranks_.defined()) {
+    if (used_work_) used_work_->wait();
+    used_by_ranks = used_by_ranks_.to_vector<int32_t>();
+  }
   for (auto& b : buckets_) {
     b.work->wait();  // a failed all-reduce (a rank died) throws kiln::Error here, out of backward()
     const Tensor average = b.flat * scale;
     for (size_t k = 0; k < b.params.size(); ++k) {
       const size_t i = b.params[k];
+      if (!used_by_ranks.empty() && used_by_ranks[i] == 0) continue;  // no rank used it: .grad untouched
       const Tensor& p = params_[i].second;
       Tensor g = average.narrow(0, b.offsets[k], p.numel()).view(p.sizes());
       if (i == current_param)

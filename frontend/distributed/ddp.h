@@ -1,11 +1,12 @@
 // DistributedDataParallel: a module replicated on every rank of the default process group (or a
 // given one), trained on each rank's share of the batch with gradients averaged across ranks.
 //
-// At construction the ranks check that their models agree (parameter count, names' shapes and
-// dtypes: an error names the first difference) and take rank 0's parameters and buffers. In the
-// backward pass a hook on each parameter puts its gradient into a bucket (about 25 MB; 1 MB for
-// the first, so communication starts early); buckets are filled over the parameters in reverse
-// order, the order gradients become ready, and each bucket's all-reduce is started, in bucket
+// At construction the ranks check that their models agree (parameters' and buffers' count, shapes
+// and dtypes, and the gradient buckets made from them: an error names the first difference) and
+// take rank 0's parameters and buffers. Being verified once, DDP's collectives then skip the
+// per-call check across ranks. In the backward pass a hook on each parameter puts its gradient
+// into a bucket (about 25 MB; 1 MB for the first, so communication starts early); buckets are filled over the
+// parameters in reverse order, the order gradients become ready, and each bucket's all-reduce is started, in bucket
 // order on every rank, as soon as its last gradient arrives (the lazy segment is flushed there,
 // so the rest of the backward pass is traced while it runs). When the last bucket is done every
 // parameter's .grad is the average over ranks of (its .grad before backward + this gradient), as
@@ -24,9 +25,10 @@ namespace kiln::nn::parallel {
 
 struct DistributedDataParallelOptions {
   // Parameters the forward pass did not use get no gradient: with this on, each forward finds
-  // them (a walk over the autograd graph) and the buckets count them as ready with zeros. Their
-  // .grad is then the average of the other ranks' (zeros where no rank used them: PyTorch leaves
-  // those undefined).
+  // them (a walk over the autograd graph), the buckets count them as ready with their .grad so far
+  // (zeros if none), and the ranks all-reduce which parameters each used (one small all-reduce per
+  // step). As in PyTorch: a parameter some rank used gets the average; one no rank used keeps its
+  // .grad untouched (undefined if it had none).
   bool find_unused_parameters = false;
   double bucket_cap_mb = 25;
   double first_bucket_cap_mb = 1;
@@ -43,7 +45,7 @@ namespace detail {
 // The backward-pass side of DDP, independent of the module's type.
 class Reducer : public std::enable_shared_from_this<Reducer> {
  public:
-  Reducer(std::vector<std::pair<std::string, Tensor>> parameters, std::vector<Tensor> buffers,
+  Reducer(std::vector<std::pair<std::string, Tensor>> parameters, std::vector<std::pair<std::string, Tensor>> buffers,
           DistributedDataParallelOptions options);
   void attach_hooks();
   ~Reducer();
@@ -70,17 +72,22 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void mark_ready(size_t param, Tensor piece);
   void launch_ready_buckets();
   Tensor finish_round(size_t current_param);
-  void check_models_agree();
+  void make_buckets();
+  void check_ranks_agree();
   void broadcast_from_rank0(const std::vector<Tensor>& tensors);
 
   std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> named_buffers_;
   std::vector<Tensor> buffers_;
   DistributedDataParallelOptions options_;
   std::shared_ptr<distributed::ProcessGroup> group_;
+  Device device_ = Device(kCPU);  // of the parameters, and of the tensors DDP communicates
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_, slot_of_;
   std::vector<unsigned> hooks_;
   std::vector<bool> ready_, unused_;
+  Tensor used_by_ranks_;  // find_unused_parameters: how many ranks used each parameter this round
+  std::shared_ptr<distributed::Work> used_work_;
   bool sync_ = true, round_active_ = false;
   size_t ready_count_ = 0, gradients_seen_ = 0, next_launch_ = 0;
 };
@@ -96,7 +103,9 @@ class DistributedDataParallelImpl : public Module {
     std::vector<std::pair<std::string, Tensor>> params;
     for (const auto& item : module_->named_parameters())
       if (item.value().requires_grad()) params.emplace_back(item.key(), item.value());
-    reducer_ = std::make_shared<detail::Reducer>(std::move(params), module_->buffers(), options);
+    std::vector<std::pair<std::string, Tensor>> buffers;
+    for (const auto& item : module_->named_buffers()) buffers.emplace_back(item.key(), item.value());
+    reducer_ = std::make_shared<detail::Reducer>(std::move(params), std::move(buffers), options);
     reducer_->attach_hooks();
   }
   explicit DistributedDataParallelImpl(const ModuleHolder<ModuleType>& module,

@@ -103,8 +103,15 @@ void init_process_group(const std::string& backend, const std::string& init_meth
              "init_process_group: the default process group is already initialized (call "
              "destroy_process_group first)");
   KILN_CHECK(backend == "gloo" || backend == "nccl" || backend == "mpi", "init_process_group: unknown backend '",
-             backend, "' (gloo; nccl and mpi are not built yet)");
-  KILN_CHECK(backend != "mpi", "init_process_group: the mpi backend is not built into kiln yet; use gloo");
+             backend, "' (gloo, nccl, mpi)");
+  if (backend == "mpi") {
+    // The job is MPI's (mpirun started it): rank and size are MPI_COMM_WORLD's, no store.
+    KILN_CHECK(world_size == -1 && rank == -1,
+               "init_process_group: with the mpi backend, rank and world size are "
+               "MPI's (give -1)");
+    g.group = ProcessGroupMPI::createProcessGroupMPI({}, timeout);
+    return;
+  }
   const int size = env_int("WORLD_SIZE", world_size, "world_size");
   const int me = env_int("RANK", rank, "rank");
   KILN_CHECK(size >= 1 && me < size, "init_process_group: rank ", me, " is not in [0, ", size, ")");
@@ -121,13 +128,19 @@ void init_process_group(const std::string& backend, const std::string& init_meth
     store = std::make_shared<TCPStore>(address.substr(0, colon), parse_port(address.substr(colon + 1), init_method),
                                        me == 0, timeout);
   } else if (init_method.rfind("file://", 0) == 0) {
-    store = std::make_shared<FileStore>(init_method.substr(7));
+    store = std::make_shared<FileStore>(init_method.substr(7), size);
     store->setTimeout(timeout);
   } else {
     throw Error("init_process_group: unknown init_method '" + init_method +
                 "' (env://, tcp://HOST:PORT or file:///FOLDER)");
   }
-  if (backend == "nccl") ProcessGroupNCCL(store, me, size);  // throws: not built yet
+  if (backend == "nccl") {
+    auto options = ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    g.group = std::make_shared<ProcessGroupNCCL>(store, me, size, options);
+    g.store = store;
+    return;
+  }
   auto options = ProcessGroupGloo::Options::create();
   options->timeout = timeout;
   g.group = std::make_shared<ProcessGroupGloo>(store, me, size, options);

@@ -11,11 +11,12 @@
 
 namespace kiln::distributed {
 
-// backend: "gloo" (CPU tensors); "nccl" and "mpi" are not built yet and say so.
+// backend: "gloo" (CPU tensors), "nccl" (CUDA tensors, one GPU per rank), "mpi" (CPU tensors, a
+// job mpirun started: rank and size are MPI's, init_method is not used).
 // init_method: "env://" (the variables above; rank 0 serves a TCPStore at MASTER_ADDR:MASTER_PORT),
-// "tcp://HOST:PORT" (the same store there) or "file:///FOLDER" (Gloo's file store; a folder new to
-// the job, on one machine or a shared file system). world_size and rank, where not -1, take
-// precedence over WORLD_SIZE and RANK. `timeout` bounds the rendezvous and every collective.
+// "tcp://HOST:PORT" (the same store there) or "file:///FOLDER" (Gloo's file store, on one machine
+// or a shared file system; a folder an earlier job used is fine: see FileStore). world_size and rank, where not -1,
+// take precedence over WORLD_SIZE and RANK. `timeout` bounds the rendezvous and every collective.
 void init_process_group(const std::string& backend, const std::string& init_method = "env://", int world_size = -1,
                         int rank = -1, std::chrono::milliseconds timeout = kDefaultTimeout);
 bool is_initialized();
@@ -26,8 +27,9 @@ std::string get_backend();
 // The default group (throws kiln::Error if there is none).
 std::shared_ptr<ProcessGroup> default_process_group();
 
-// Collectives on the default group, in place on CPU tensors of the same shape and dtype on every
-// rank. With async_op they return the Work to wait() on; otherwise they wait and return null.
+// Collectives on the default group, in place on tensors (CPU; CUDA with nccl) of the same shape
+// and dtype on every rank. With async_op they return the Work to wait() on; otherwise they wait
+// and return null.
 std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM, bool async_op = false);
 std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, bool async_op = false);
 // output[r] receives rank r's `tensor`; `output` has world_size tensors shaped as `tensor`.

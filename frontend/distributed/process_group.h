@@ -1,8 +1,8 @@
 // Process groups, as c10d's: a rank's handle on a job of `size` ranks, running collectives over
-// kiln tensors on a library's algorithms (Gloo for CPU tensors). Collectives are queued in call
-// order and run on the group's own thread; each returns a Work whose wait() rethrows the
-// collective's error as kiln::Error. Every collective has a timeout: a rank that died or stopped
-// is an error on the others, never a hang.
+// kiln tensors on a library's algorithms (Gloo or MPI for CPU tensors, NCCL for CUDA tensors).
+// Collectives are queued in call order and run on the group's own thread; each returns a Work
+// whose wait() rethrows the collective's error as kiln::Error. Every collective has a timeout: a
+// rank that died or stopped is an error on the others, never a hang.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -48,14 +48,21 @@ class Work {
 
 inline constexpr std::chrono::milliseconds kUnsetTimeout = std::chrono::milliseconds(-1);
 
+// Before a collective runs, the ranks compare what they were called with (the op, shapes, dtypes,
+// root) in one small all-gather, and a difference is a kiln::Error naming both ranks' calls, where
+// the library would otherwise hang or misread memory. `check_across_ranks = false` (kiln's own
+// field) skips that for a caller that has verified its calls' layout once, as DDP does for its
+// buckets; KILN_DISTRIBUTED_DEBUG=1 checks every collective regardless.
 struct AllreduceOptions {
   ReduceOp reduceOp = ReduceOp::SUM;
   std::chrono::milliseconds timeout = kUnsetTimeout;  // unset: the group's
+  bool check_across_ranks = true;
 };
 struct BroadcastOptions {
   int64_t rootRank = 0;
   int64_t rootTensor = 0;
   std::chrono::milliseconds timeout = kUnsetTimeout;
+  bool check_across_ranks = true;
 };
 struct AllgatherOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
@@ -67,6 +74,18 @@ struct ReduceScatterOptions {
 struct BarrierOptions {
   std::chrono::milliseconds timeout = kUnsetTimeout;
 };
+
+// What a backend's class declares: the collectives of ProcessGroup, overridden.
+#define KILN_PROCESS_GROUP_COLLECTIVES                                                                                \
+  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options = AllreduceOptions()) \
+      override;                                                                                                       \
+  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& options = BroadcastOptions()) \
+      override;                                                                                                       \
+  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,             \
+                                  const AllgatherOptions& options = AllgatherOptions()) override;                     \
+  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,        \
+                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;        \
+  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
 
 class ProcessGroup {
  public:
@@ -116,30 +135,71 @@ class ProcessGroupGloo : public ProcessGroup {
   ~ProcessGroupGloo() override;
   std::string getBackendName() const override { return "gloo"; }
 
-  std::shared_ptr<Work> allreduce(std::vector<Tensor>& tensors,
-                                  const AllreduceOptions& options = AllreduceOptions()) override;
-  std::shared_ptr<Work> broadcast(std::vector<Tensor>& tensors,
-                                  const BroadcastOptions& options = BroadcastOptions()) override;
-  std::shared_ptr<Work> allgather(std::vector<std::vector<Tensor>>& outputs, std::vector<Tensor>& inputs,
-                                  const AllgatherOptions& options = AllgatherOptions()) override;
-  std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
-                                       const ReduceScatterOptions& options = ReduceScatterOptions()) override;
-  std::shared_ptr<Work> barrier(const BarrierOptions& options = BarrierOptions()) override;
+  KILN_PROCESS_GROUP_COLLECTIVES
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// NCCL (CUDA tensors) and MPI (jobs mpirun starts) are not built yet: making either throws
-// kiln::Error saying so, so that code written for them compiles and fails clearly.
-class ProcessGroupNCCL {
+// Collectives over MPI, for jobs that mpirun (or a cluster's launcher) starts: rank and size are
+// MPI's. kiln opens Open MPI's libmpi.so.40 with dlopen when the first group is made (Debian's
+// libopenmpi3, which openmpi-bin installs; no MPI headers at build time), initializes MPI with
+// MPI_THREAD_SERIALIZED (collectives run on the group's thread) and finalizes it at exit. CPU
+// tensors. Each collective is non-blocking underneath and polled against the group's timeout, so
+// a rank that stopped is an error on the others (MPI cannot cancel a collective: the group is
+// unusable after one times out).
+class ProcessGroupMPI : public ProcessGroup {
  public:
-  ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size);
+  // The group of `ranks` of MPI_COMM_WORLD (every rank when empty); null on a rank not among
+  // them. Every rank of MPI_COMM_WORLD must call it, as MPI_Comm_create.
+  static std::shared_ptr<ProcessGroupMPI> createProcessGroupMPI(const std::vector<int>& ranks = {},
+                                                                std::chrono::milliseconds timeout = kDefaultTimeout);
+  ~ProcessGroupMPI() override;
+  std::string getBackendName() const override { return "mpi"; }
+
+  KILN_PROCESS_GROUP_COLLECTIVES
+
+  struct Impl;
+  ProcessGroupMPI(std::unique_ptr<Impl> impl, int rank, int size);
+
+ private:
+  std::unique_ptr<Impl> impl_;
 };
-class ProcessGroupMPI {
+
+// Collectives over NCCL, for CUDA tensors: one rank per GPU. kiln opens libnccl.so.2 with dlopen
+// (the CUDA toolkit's, or LD_LIBRARY_PATH's) when a group is made; a missing library or device is
+// a kiln::Error then. The communicator of a device is made at the first collective on it (rank
+// 0's unique id shared through the store). Collectives are queued on kiln's stream of the
+// tensor's device, after the kernels that compute their inputs; the group's thread watches each
+// one (an event, ncclCommGetAsyncError) and aborts the communicator past the timeout, so a rank
+// that died is an error on the others. Work::wait() returns once the device has finished it.
+class ProcessGroupNCCL : public ProcessGroup {
  public:
-  static std::shared_ptr<ProcessGroup> createProcessGroupMPI(const std::vector<int>& ranks = {});
+  struct Options {
+    std::chrono::milliseconds timeout = kDefaultTimeout;
+    static std::shared_ptr<Options> create() { return std::make_shared<Options>(); }
+  };
+  ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank, int size,
+                   std::shared_ptr<Options> options = Options::create());
+  ~ProcessGroupNCCL() override;
+  std::string getBackendName() const override { return "nccl"; }
+
+  KILN_PROCESS_GROUP_COLLECTIVES
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
+
+// The NCCL library as kiln opens it (for tests and `kiln info`).
+namespace nccl {
+// The entry points kiln resolves from libnccl.so.2, by name.
+const std::vector<std::string>& symbol_names();
+// Whether libnccl.so.2 opened and has every one of them; never throws.
+bool available();
+const std::string& unavailable_reason();  // empty when available
+std::string version();                    // "2.27.7" (ncclGetVersion); throws where unavailable
+}  // namespace nccl
 
 }  // namespace kiln::distributed

@@ -3,16 +3,19 @@
 // thread's lazy segment); Gloo then runs on the group's thread over that memory. Outputs that
 // are not the memory Gloo wrote (a non-contiguous tensor, all_gather's list) are filled by
 // Work::wait() on the calling thread.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
-#include <condition_variable>
+#include <cerrno>
 #include <cstdlib>
-#include <deque>
+#include <cstring>
 #include <filesystem>
-#include <mutex>
-#include <thread>
+#include <sstream>
 
 #include "frontend/autograd.h"
+#include "frontend/distributed/collective_queue.h"
 #include "frontend/distributed/process_group.h"
 #include "frontend/ops.h"
 #include "runtime/config.h"
@@ -30,19 +33,6 @@
 #endif
 
 namespace kiln::distributed {
-
-ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>&, int, int) {
-  throw Error(
-      "ProcessGroupNCCL: the NCCL backend (CUDA tensors) is not built into kiln yet; use \"gloo\" with CPU "
-      "tensors");
-}
-
-std::shared_ptr<ProcessGroup> ProcessGroupMPI::createProcessGroupMPI(const std::vector<int>&) {
-  throw Error(
-      "ProcessGroupMPI: the MPI backend is not built into kiln yet; use \"gloo\" (kiln launch starts the "
-      "ranks, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT from mpirun's OMPI_COMM_WORLD_RANK "
-      "and OMPI_COMM_WORLD_SIZE)");
-}
 
 #if !KILN_HAVE_GLOO
 
@@ -69,10 +59,6 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor
                                                   const AllgatherOptions&) {
   no_gloo("allgather");
 }
-std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>&, std::vector<std::vector<Tensor>>&,
-                                                       const ReduceScatterOptions&) {
-  no_gloo("reduce_scatter");
-}
 std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions&) { no_gloo("barrier"); }
 
 struct FileStore::Impl {};
@@ -91,12 +77,65 @@ struct FileStore::Impl {
   std::string path;
 };
 
-FileStore::FileStore(const std::string& path, int) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+// The job folder under `path` that this process joins, for a job of `workers` processes. The
+// members file (under an flock) lists the current job's members as "PID HOST"; a process starts
+// a new job (the next number, a fresh folder; the older ones removed) where that one is full, or
+// where every member it lists on this host has exited (a job that ended or crashed).
+std::string join_job_folder(const std::string& path, int workers) {
+  const std::string members_path = path + "/members";
+  const int fd = ::open(members_path.c_str(), O_RDWR | O_CREAT, 0644);
+  KILN_CHECK(fd >= 0, "FileStore: cannot open ", members_path, ": ", std::strerror(errno));
+  ::flock(fd, LOCK_EX);
+  std::string text;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) text.append(chunk, size_t(n));
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  long job = 0;
+  int count = 0;
+  bool some_alive = false;
+  std::istringstream in(text);
+  in >> job;
+  long pid;
+  std::string member_host;
+  while (in >> pid >> member_host) {
+    ++count;
+    some_alive = some_alive || member_host != host || process_alive(pid);
+  }
+  if (count >= workers || (count > 0 && !some_alive)) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path + "/job-" + std::to_string(job), ignored);
+    ++job;
+    text = std::to_string(job) + "\n";
+  } else if (text.empty()) {
+    text = "0\n";
+  }
+  text += std::to_string(::getpid()) + " " + host + "\n";
+  ::lseek(fd, 0, SEEK_SET);
+  const bool written = ::ftruncate(fd, 0) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  KILN_CHECK(written, "FileStore: cannot write ", members_path);
+  const std::string folder = path + "/job-" + std::to_string(job);
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  KILN_CHECK(std::filesystem::is_directory(folder), "FileStore: cannot make the folder ", folder, ": ",
+             error.message());
+  return folder;
+}
+
+}  // namespace
+
+FileStore::FileStore(const std::string& path, int num_workers) : impl_(std::make_unique<Impl>()) {
   std::error_code error;
   std::filesystem::create_directories(path, error);
   KILN_CHECK(std::filesystem::is_directory(path), "FileStore: cannot make the folder ", path, ": ", error.message());
-  impl_->path = path;
-  impl_->store = std::make_unique<gloo::rendezvous::FileStore>(path);
+  impl_->path = num_workers > 0 ? join_job_folder(path, num_workers) : path;
+  impl_->store = std::make_unique<gloo::rendezvous::FileStore>(impl_->path);
 }
 FileStore::~FileStore() = default;
 
@@ -185,38 +224,16 @@ void with_element_type(ScalarType dtype, const std::string& call, F&& f) {
     throw Error(call + ": dtype " + dtype_name(dtype) + " is not supported by the gloo backend");
 }
 
-// A tensor's values as memory Gloo can read and write: the tensor itself when contiguous, else a
-// contiguous copy that Work::wait() writes back.
-struct Staged {
-  Tensor tensor, memory;
-  void* data = nullptr;
-  size_t elements = 0;
-};
+using detail::stage;
+using detail::Staged;
+using detail::write_back;
 
-Staged stage(const Tensor& t, const std::string& call) {
-  KILN_CHECK(t.defined(), call, ": undefined tensor");
-  KILN_CHECK(t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
-             " (NCCL, for CUDA tensors, is not built into kiln yet)");
-  with_element_type(t.dtype(), call, [](auto) {});
-  Staged s;
-  s.tensor = t;
-  s.memory = t.is_contiguous() ? t : t.contiguous();
-  s.elements = size_t(t.numel());
-  s.data = s.elements > 0 ? s.memory.data_ptr() : nullptr;
-  return s;
-}
-
-// Copies the staged memory back into the user's tensor where it was a copy.
-void write_back(const Staged& s) {
-  if (s.memory.is_same(s.tensor)) return;
-  autograd::NoGradGuard no_grad;
-  s.tensor.copy_(s.memory);
-}
-
-std::string shape_text(const Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "] " + dtype_name(t.dtype());
+// A tensor Gloo can move: on the CPU, of a dtype it has.
+Staged stage_for_gloo(const Tensor& t, const std::string& call) {
+  KILN_CHECK(!t.defined() || t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
+             " (init_process_group(\"nccl\") for CUDA tensors)");
+  if (t.defined()) with_element_type(t.dtype(), call, [](auto) {});
+  return stage(t, call);
 }
 
 // The address peers reach this rank at: the one given, else GLOO_SOCKET_IFNAME's interface (as in
@@ -249,77 +266,38 @@ struct ProcessGroupGloo::Impl {
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;
   uint32_t next_tag = 0;
-
-  std::mutex mutex;
-  std::condition_variable queued;
-  std::deque<std::pair<std::shared_ptr<Work>, std::function<void()>>> queue;
-  bool stopping = false;
-  std::thread worker;
-
-  void run_queue() {
-    for (;;) {
-      std::pair<std::shared_ptr<Work>, std::function<void()>> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        queued.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;
-        job = std::move(queue.front());
-        queue.pop_front();
-      }
-      std::exception_ptr error;
-      try {
-        job.second();
-      } catch (const std::exception& e) {
-        error = std::make_exception_ptr(Error(job.first->name + " (gloo) failed: " + e.what()));
-      }
-      job.first->finish(error);
-    }
-  }
+  std::unique_ptr<detail::CollectiveQueue> queue;
 
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const {
     return requested == kUnsetTimeout ? timeout : requested;
   }
 
-  // Queues `job`, which gets this collective's tag; with KILN_DISTRIBUTED_DEBUG, the ranks first
-  // compare what they were called with (`signature`) and fail, naming both, where they differ.
+  // Queues `job`, which gets this collective's tag. Where `check` (or KILN_DISTRIBUTED_DEBUG), the
+  // ranks first compare what they were called with (`signature`) and fail, naming both, where they
+  // differ. Every rank must make the same choice for a call: it takes a tag more.
   std::shared_ptr<Work> enqueue(const std::string& name, const std::string& signature,
-                                std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout) {
-    auto work = std::make_shared<Work>();
-    work->name = name;
+                                std::function<void(uint32_t tag)> job, std::chrono::milliseconds op_timeout,
+                                bool check = true) {
+    check = check || config().distributed_debug;
+    const uint32_t check_tag = check ? next_tag++ : 0;
     const uint32_t tag = next_tag++;
-    uint32_t check_tag = 0;
-    const bool check = config().distributed_debug;
-    if (check) check_tag = next_tag++;
-    auto run = [this, job = std::move(job), tag, check, check_tag, signature, name, op_timeout] {
-      if (check) compare_signatures(name, signature, check_tag, op_timeout);
-      job(tag);
-    };
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      KILN_CHECK(!stopping, name, ": the process group was destroyed");
-      queue.emplace_back(work, std::move(run));
-    }
-    queued.notify_one();
-    return work;
-  }
-
-  void compare_signatures(const std::string& name, const std::string& signature, uint32_t tag,
-                          std::chrono::milliseconds op_timeout) {
-    constexpr size_t kWidth = 128;
-    std::vector<char> mine(kWidth, 0), all(kWidth * size_t(context->size), 0);
-    std::copy_n(signature.begin(), std::min(signature.size(), kWidth - 1), mine.begin());
-    gloo::AllgatherOptions opts(context);
-    opts.setInput(mine.data(), kWidth);
-    opts.setOutput(all.data(), all.size());
-    opts.setTag(tag);
-    opts.setTimeout(op_timeout);
-    gloo::allgather(opts);
-    for (int r = 0; r < context->size; ++r) {
-      const std::string theirs(all.data() + size_t(r) * kWidth);
-      if (theirs != std::string(mine.data()))
-        throw Error("ranks disagree: rank " + std::to_string(context->rank) + " called " + name + " with " +
-                    mine.data() + ", rank " + std::to_string(r) + " with " + theirs);
-    }
+    return queue->enqueue(name,
+                          [context = context, job = std::move(job), tag, check, check_tag, signature, op_timeout] {
+                            if (check && context->size > 1) {
+                              // One all-gather of kSignatureBytes per rank: a round trip, whatever the collective's
+                              // size.
+                              std::vector<char> mine = detail::signature_bytes(signature);
+                              std::vector<char> all(detail::kSignatureBytes * size_t(context->size), 0);
+                              gloo::AllgatherOptions opts(context);
+                              opts.setInput(mine.data(), mine.size());
+                              opts.setOutput(all.data(), all.size());
+                              opts.setTag(check_tag);
+                              opts.setTimeout(op_timeout);
+                              gloo::allgather(opts);
+                              detail::compare_signatures(all, context->rank, context->size);
+                            }
+                            job(tag);
+                          });
   }
 };
 
@@ -330,6 +308,10 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
   KILN_CHECK(size >= 1 && rank >= 0 && rank < size, "ProcessGroupGloo: rank ", rank, " is not in [0, ", size, ")");
   if (!options) options = Options::create();
   impl_->timeout = options->timeout;
+  // Debian's Gloo writes to its sockets without MSG_NOSIGNAL: a peer that died would end this
+  // process by SIGPIPE instead of failing the collective. Unless the program handles SIGPIPE itself.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
   try {
     auto device = gloo::transport::tcp::CreateDevice(device_attributes(
         options->devices.empty() || !options->devices[0] ? std::string() : options->devices[0]->hostname));
@@ -343,29 +325,20 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
                 " could not connect to the others within " + std::to_string(options->timeout.count()) +
                 " ms: " + e.what());
   }
-  impl_->worker = std::thread([impl = impl_.get()] { impl->run_queue(); });
+  impl_->queue = std::make_unique<detail::CollectiveQueue>("gloo");
 }
 
-ProcessGroupGloo::~ProcessGroupGloo() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-  }
-  impl_->queued.notify_one();
-  impl_->worker.join();  // what was queued runs first, each bounded by its timeout
-}
+ProcessGroupGloo::~ProcessGroupGloo() = default;  // the queue runs what was queued first
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
   const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";
-  KILN_CHECK(tensors.size() == 1, name, ": expected one tensor, got ", tensors.size());
   const ReduceOp op = options.reduceOp;
-  KILN_CHECK(op != ReduceOp::AVG || tensors[0].is_floating_point(), name, ": AVG needs a floating-point tensor, got ",
-             shape_text(tensors[0]));
-  Staged s = stage(tensors[0], name);
+  detail::check_allreduce_arguments(tensors, op, name);
+  Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
-      name, name + " " + shape_text(tensors[0]),
+      name, name + " " + detail::shape_text(tensors[0]),
       [context, s, op, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "all_reduce", [&](auto element) {
@@ -378,29 +351,20 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, 
           gloo::allreduce(opts);
         });
       },
-      timeout);
-  const int size = size_;
-  work->on_wait = [s, op, size] {
-    if (op == ReduceOp::AVG) {
-      autograd::NoGradGuard no_grad;
-      s.memory.div_(size);
-    }
-    write_back(s);
-  };
+      timeout, options.check_across_ranks);
+  work->on_wait = detail::finish_allreduce(s, op, size_);
   return work;
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, const BroadcastOptions& options) {
   const std::string name = "broadcast";
-  KILN_CHECK(tensors.size() == 1 && options.rootTensor == 0, name, ": expected one tensor, got ", tensors.size());
-  KILN_CHECK(options.rootRank >= 0 && options.rootRank < size_, name, ": source rank ", options.rootRank,
-             " is not in [0, ", size_, ")");
-  Staged s = stage(tensors[0], name);
+  detail::check_broadcast_arguments(*this, tensors, options);
+  Staged s = stage_for_gloo(tensors[0], name);
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   const int root = int(options.rootRank);
   auto work = impl_->enqueue(
-      name, name + " from " + std::to_string(root) + " " + shape_text(tensors[0]),
+      name, name + " from " + std::to_string(root) + " " + detail::shape_text(tensors[0]),
       [context, s, root, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "broadcast", [&](auto element) {
@@ -414,7 +378,7 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
           gloo::broadcast(opts);
         });
       },
-      timeout);
+      timeout, options.check_across_ranks);
   work->on_wait = [s] { write_back(s); };
   return work;
 }
@@ -422,20 +386,15 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
 std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor>>& outputs,
                                                   std::vector<Tensor>& inputs, const AllgatherOptions& options) {
   const std::string name = "all_gather";
-  KILN_CHECK(inputs.size() == 1 && outputs.size() == 1, name, ": expected one input and one output list");
+  const std::vector<Tensor> out = detail::check_allgather_arguments(*this, outputs, inputs);
   const Tensor& input = inputs[0];
-  std::vector<Tensor> out = outputs[0];
-  KILN_CHECK(int(out.size()) == size_, name, ": the output list has ", out.size(), " tensors for ", size_, " ranks");
-  for (const Tensor& o : out)
-    KILN_CHECK(o.defined() && o.sizes() == input.sizes() && o.dtype() == input.dtype(), name, ": output ",
-               o.defined() ? shape_text(o) : "undefined", " does not match the input ", shape_text(input));
-  Staged s = stage(input, name);
+  Staged s = stage_for_gloo(input, name);
   Tensor gathered = empty({int64_t(size_) * input.numel()}, TensorOptions(input.dtype()));
   void* gathered_data = s.elements > 0 ? gathered.data_ptr() : nullptr;
   auto context = impl_->context;
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
-      name, name + " " + shape_text(input),
+      name, name + " " + detail::shape_text(input),
       [context, s, gathered, gathered_data, timeout](uint32_t tag) {
         if (s.elements == 0) return;
         with_element_type(s.tensor.dtype(), "all_gather", [&](auto element) {
@@ -449,46 +408,21 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor
         });
       },
       timeout);
-  work->on_wait = [out, gathered, n = input.numel()] {
-    autograd::NoGradGuard no_grad;
-    for (size_t r = 0; r < out.size(); ++r) out[r].copy_(gathered.narrow(0, int64_t(r) * n, n).view(out[r].sizes()));
-  };
+  work->on_wait = [out, gathered] { detail::scatter_gathered(out, gathered); };
   return work;
 }
 
-// Through Gloo's allreduce of every rank's whole input list (the reduce-scatter algorithm of
-// Debian's Gloo takes no timeout), each rank keeping its part.
+#endif  // KILN_HAVE_GLOO
+
+// Through an all-reduce of every rank's whole input list: the reduce-scatter algorithm of
+// Debian's Gloo takes no timeout. (Without Gloo, its all-reduce says so.)
 std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(std::vector<Tensor>& outputs,
                                                        std::vector<std::vector<Tensor>>& inputs,
                                                        const ReduceScatterOptions& options) {
-  const std::string name = std::string("reduce_scatter(") + reduce_op_name(options.reduceOp) + ")";
-  KILN_CHECK(outputs.size() == 1 && inputs.size() == 1, name, ": expected one output and one input list");
-  const Tensor output = outputs[0];
-  const std::vector<Tensor>& in = inputs[0];
-  KILN_CHECK(int(in.size()) == size_, name, ": the input list has ", in.size(), " tensors for ", size_, " ranks");
-  std::vector<Tensor> flat;
-  for (const Tensor& t : in) {
-    KILN_CHECK(t.defined() && output.defined() && t.sizes() == output.sizes() && t.dtype() == output.dtype(), name,
-               ": input ", t.defined() ? shape_text(t) : "undefined", " does not match the output ",
-               output.defined() ? shape_text(output) : "undefined");
-    flat.push_back(t.detach().reshape({-1}));
-  }
-  Tensor all = cat(flat).contiguous();
-  std::vector<Tensor> reduced{all};
-  AllreduceOptions reduce;
-  reduce.reduceOp = options.reduceOp;
-  reduce.timeout = options.timeout;
-  auto work = allreduce(reduced, reduce);
-  work->name = name;
-  auto reduce_done = work->on_wait;
-  work->on_wait = [reduce_done, all, output, rank = rank_] {
-    reduce_done();
-    autograd::NoGradGuard no_grad;
-    const int64_t n = output.numel();
-    output.copy_(all.narrow(0, rank * n, n).view(output.sizes()));
-  };
-  return work;
+  return detail::reduce_scatter_by_allreduce(*this, outputs, inputs, options);
 }
+
+#if KILN_HAVE_GLOO
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions& options) {
   auto context = impl_->context;

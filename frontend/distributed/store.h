@@ -29,9 +29,11 @@ class Store {
   std::chrono::milliseconds timeout_;
 };
 
-// Gloo's file store over the folder `path` (made if missing). The folder must be new to the job:
-// keys left by an earlier job would be read as this one's. `num_workers` is c10d's argument,
-// unused here.
+// Gloo's file store over the folder `path` (made if missing). Given `num_workers` (the job's
+// process count, as c10d's), a folder an earlier job used works: each job gets a subfolder of its
+// own, the processes joining the current one until it has num_workers of them or all its
+// processes on this machine have exited (ended or crashed); the earlier one is removed. Without
+// it (-1) the folder must be new to the job: keys left by an earlier job would be read as its.
 class FileStore : public Store {
  public:
   explicit FileStore(const std::string& path, int num_workers = -1);

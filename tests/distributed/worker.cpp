@@ -40,7 +40,11 @@ std::chrono::milliseconds timeout_from_env() {
   return std::chrono::milliseconds(v ? std::atoi(v) : 20000);
 }
 
-void init() { dist::init_process_group("gloo", "env://", -1, -1, timeout_from_env()); }
+// KILN_TEST_BACKEND=mpi: the job is mpirun's.
+void init() {
+  const char* backend = std::getenv("KILN_TEST_BACKEND");
+  dist::init_process_group(backend ? backend : "gloo", "env://", -1, -1, timeout_from_env());
+}
 
 // Values of every collective on every rank.
 int collectives() {
@@ -197,6 +201,67 @@ int ddp(int steps, bool use_no_sync, bool with_unused) {
   return g_failures ? 1 : 0;
 }
 
+// A model whose "spare" layer only the ranks told so use, and whose "never" layer no rank uses.
+struct PartlyUsedNetImpl : nn::Module {
+  PartlyUsedNetImpl() {
+    fc = register_module("fc", nn::Linear(8, 4));
+    spare = register_module("spare", nn::Linear(4, 4));
+    never = register_module("never", nn::Linear(4, 4));
+  }
+  Tensor forward(const Tensor& x) {
+    const Tensor h = fc->forward(x).tanh();
+    return use_spare ? spare->forward(h) : h;
+  }
+  nn::Linear fc{nullptr}, spare{nullptr}, never{nullptr};
+  bool use_spare = false;
+};
+KILN_MODULE(PartlyUsedNet);
+
+// find_unused_parameters as PyTorch: rank 0 alone uses "spare", no rank uses "never". Each rank's
+// .grad must be the average over ranks of the local gradients (spare's: rank 0's over the world
+// size), computed here by one reference model on every rank's share, and "never" must keep an
+// undefined gradient. Two rounds without zero_grad: the second averages the accumulated .grad.
+int ddp_partly_unused() {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  kiln::manual_seed(7);
+  const Tensor x = kiln::randn({4 * world, 8}), y = kiln::randn({4 * world, 4});
+  kiln::manual_seed(200);
+  PartlyUsedNet reference;
+  kiln::manual_seed(200 + rank);
+  PartlyUsedNet local;
+  nn::parallel::DistributedDataParallelOptions options;
+  options.find_unused_parameters = true;
+  options.first_bucket_cap_mb = 0.0001;  // a bucket per parameter or so
+  auto model = nn::parallel::DistributedDataParallel(local, options);
+  local->use_spare = rank == 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int r = 0; r < world; ++r) {
+      reference->use_spare = r == 0;
+      (kiln::mse_loss(reference->forward(x.narrow(0, 4 * r, 4)), y.narrow(0, 4 * r, 4)) / double(world)).backward();
+    }
+    kiln::mse_loss(model->forward(x.narrow(0, 4 * rank, 4)), y.narrow(0, 4 * rank, 4)).backward();
+    const auto expected = reference->named_parameters();
+    const auto got = local->named_parameters();
+    for (const auto& item : expected) {
+      const Tensor& want = item.value().grad();
+      const Tensor& have = got[item.key()].grad();
+      if (item.key().rfind("never", 0) == 0) {
+        EXPECT_THAT(!want.defined() && !have.defined());
+        continue;
+      }
+      EXPECT_THAT(want.defined() && have.defined());
+      if (!want.defined() || !have.defined()) continue;
+      const double error = (want - have).abs().max().item<double>() / std::max(want.abs().max().item<double>(), 1e-6);
+      if (!(error < 1e-5)) std::printf("round %d: %s relative error %.3g\n", round, item.key().c_str(), error);
+      EXPECT_THAT(error < 1e-5);
+    }
+  }
+  dist::destroy_process_group();
+  std::printf("rank %d: ddp partly unused %s\n", rank, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
 // The last rank dies (exits, or stops with SIGSTOP) after the group is made; the others must get
 // kiln::Error from their next all_reduce, within the timeout.
 int peer_fails(bool stop) {
@@ -220,28 +285,45 @@ int peer_fails(bool stop) {
   }
 }
 
-// Ranks that call all_reduce on different shapes (KILN_DISTRIBUTED_DEBUG=1 checks them first).
-int mismatched_shapes() {
+// Ranks that call a collective on different shapes: an error on every rank naming both calls,
+// without KILN_DISTRIBUTED_DEBUG. `op`: all_reduce, broadcast or all_gather.
+int mismatched_shapes(const std::string& op) {
   init();
-  const int rank = dist::get_rank();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
   try {
-    dist::all_reduce(kiln::ones({rank + 2}));
-    std::printf("rank %d: all_reduce took mismatched shapes\n", rank);
+    if (op == "all_reduce") {
+      dist::all_reduce(kiln::ones({rank + 2}));
+    } else if (op == "broadcast") {
+      dist::broadcast(kiln::ones({2, rank + 1}, kiln::TensorOptions(kiln::kDouble)), 0);
+    } else {
+      std::vector<Tensor> out;
+      for (int r = 0; r < world; ++r) out.push_back(kiln::zeros({rank + 1}));
+      dist::all_gather(out, kiln::ones({rank + 1}));
+    }
+    std::printf("rank %d: %s took mismatched shapes\n", rank, op.c_str());
     return 1;
   } catch (const kiln::Error& e) {
     std::printf("rank %d: %s\n", rank, e.what());
-    std::fflush(stdout);
-    _exit(0);
   }
+  // The group still works after the error (the check ran before the collective).
+  Tensor t = kiln::ones({3});
+  dist::all_reduce(t);
+  EXPECT_THAT(all_equal(t, world));
+  dist::destroy_process_group();
+  return g_failures ? 1 : 0;
 }
 
-// The ranks' models differ: DDP's construction names the first difference.
-int mismatched_models() {
+// The ranks' models differ (or, with "buckets", their bucket sizes): DDP's construction names the
+// first difference.
+int mismatched_models(const std::string& what) {
   init();
   const int rank = dist::get_rank();
-  nn::Sequential model(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, rank == 0 ? 4 : 5));
+  const bool buckets = what == "buckets";  // the same model, bucketed differently
+  nn::Sequential model(nn::Linear(8, 16), nn::ReLU(), nn::Linear(16, rank == 0 || buckets ? 4 : 5));
+  nn::parallel::DistributedDataParallelOptions options;
+  if (buckets) options.first_bucket_cap_mb = rank == 0 ? 1 : 0.0001;
   try {
-    auto ddp = nn::parallel::DistributedDataParallel(model);
+    auto ddp = nn::parallel::DistributedDataParallel(model, options);
     std::printf("rank %d: DDP took different models\n", rank);
     return 1;
   } catch (const kiln::Error& e) {
@@ -269,14 +351,15 @@ int main(int argc, char** argv) {
     }
     if (scenario == "exit") return peer_fails(false);
     if (scenario == "stop") return peer_fails(true);
-    if (scenario == "shapes") return mismatched_shapes();
-    if (scenario == "models") return mismatched_models();
+    if (scenario == "shapes") return mismatched_shapes(argc > 2 ? argv[2] : "all_reduce");
+    if (scenario == "ddp_partly_unused") return ddp_partly_unused();
+    if (scenario == "models") return mismatched_models(argc > 2 ? argv[2] : "");
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());
     return 1;
   }
   std::fprintf(stderr,
                "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
-               "exit|stop|shapes|models\n");
+               "ddp_partly_unused|exit|stop|shapes [all_reduce|broadcast|all_gather]|models [buckets]\n");
   return 2;
 }
