@@ -3,7 +3,6 @@
 // they are looked up by name like the functions; MPI_IN_PLACE is (void*)1 and
 // MPI_STATUS_IGNORE null in its ABI. Every MPI call is made under one process-wide mutex, which
 // is what MPI_THREAD_SERIALIZED asks of a program with several groups.
-#include <dlfcn.h>
 
 #include <cstdlib>
 #include <thread>
@@ -13,6 +12,7 @@
 #include "frontend/distributed/process_group.h"
 #include "frontend/ops.h"
 #include "runtime/config.h"
+#include "runtime/shared_library.h"
 
 namespace kiln::distributed {
 
@@ -54,60 +54,49 @@ std::mutex& mpi_mutex() {
   return m;
 }
 
-template <typename T>
-void resolve(void* lib, const char* name, T& out, std::string& missing) {
-  void* symbol = dlsym(lib, name);
-  if (!symbol) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  if constexpr (std::is_same_v<T, MpiHandle>)
-    out = symbol;  // a predefined object: its address is the handle
-  else
-    out = reinterpret_cast<T>(symbol);
-}
-
 Mpi& mpi_library() {
   static Mpi m = [] {
     Mpi m{};
-    // RTLD_GLOBAL: Open MPI's plugins, which it opens in turn, resolve libmpi's symbols globally.
-    void* lib = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) {
-      const char* err = dlerror();
-      m.reason = std::string("libmpi.so.40 (Open MPI) could not be opened (") + (err ? err : "not found") +
+    // Global: Open MPI's plugins, which it opens in turn, resolve libmpi's symbols globally.
+    SharedLibrary lib({"libmpi.so.40"}, /*global=*/true);
+    if (!lib.opened()) {
+      m.reason = "libmpi.so.40 (Open MPI) could not be opened (" + lib.open_error() +
                  "): apt-get install openmpi-bin, and start the job with mpirun";
       return m;
     }
-    std::string missing;
-    resolve(lib, "MPI_Initialized", m.Initialized, missing);
-    resolve(lib, "MPI_Finalized", m.Finalized, missing);
-    resolve(lib, "MPI_Init_thread", m.Init_thread, missing);
-    resolve(lib, "MPI_Finalize", m.Finalize, missing);
-    resolve(lib, "MPI_Comm_rank", m.Comm_rank, missing);
-    resolve(lib, "MPI_Comm_size", m.Comm_size, missing);
-    resolve(lib, "MPI_Comm_group", m.Comm_group, missing);
-    resolve(lib, "MPI_Group_incl", m.Group_incl, missing);
-    resolve(lib, "MPI_Group_free", m.Group_free, missing);
-    resolve(lib, "MPI_Comm_create", m.Comm_create, missing);
-    resolve(lib, "MPI_Comm_free", m.Comm_free, missing);
-    resolve(lib, "MPI_Iallreduce", m.Iallreduce, missing);
-    resolve(lib, "MPI_Ibcast", m.Ibcast, missing);
-    resolve(lib, "MPI_Iallgather", m.Iallgather, missing);
-    resolve(lib, "MPI_Ibarrier", m.Ibarrier, missing);
-    resolve(lib, "MPI_Test", m.Test, missing);
-    resolve(lib, "MPI_Error_string", m.Error_string, missing);
-    resolve(lib, "ompi_mpi_comm_world", m.comm_world, missing);
-    resolve(lib, "ompi_mpi_comm_null", m.comm_null, missing);
-    resolve(lib, "ompi_mpi_float", m.float32, missing);
-    resolve(lib, "ompi_mpi_double", m.float64, missing);
-    resolve(lib, "ompi_mpi_int64_t", m.int64, missing);
-    resolve(lib, "ompi_mpi_int32_t", m.int32, missing);
-    resolve(lib, "ompi_mpi_int8_t", m.int8, missing);
-    resolve(lib, "ompi_mpi_uint8_t", m.uint8, missing);
-    resolve(lib, "ompi_mpi_c_bool", m.boolean, missing);
-    resolve(lib, "ompi_mpi_byte", m.byte, missing);
-    resolve(lib, "ompi_mpi_op_sum", m.op_sum, missing);
-    resolve(lib, "ompi_mpi_op_prod", m.op_prod, missing);
-    resolve(lib, "ompi_mpi_op_min", m.op_min, missing);
-    resolve(lib, "ompi_mpi_op_max", m.op_max, missing);
-    if (!missing.empty()) m.reason = "libmpi.so.40 is not Open MPI 4's: it lacks " + missing;
+    lib.bind(m.Initialized, {"MPI_Initialized"});
+    lib.bind(m.Finalized, {"MPI_Finalized"});
+    lib.bind(m.Init_thread, {"MPI_Init_thread"});
+    lib.bind(m.Finalize, {"MPI_Finalize"});
+    lib.bind(m.Comm_rank, {"MPI_Comm_rank"});
+    lib.bind(m.Comm_size, {"MPI_Comm_size"});
+    lib.bind(m.Comm_group, {"MPI_Comm_group"});
+    lib.bind(m.Group_incl, {"MPI_Group_incl"});
+    lib.bind(m.Group_free, {"MPI_Group_free"});
+    lib.bind(m.Comm_create, {"MPI_Comm_create"});
+    lib.bind(m.Comm_free, {"MPI_Comm_free"});
+    lib.bind(m.Iallreduce, {"MPI_Iallreduce"});
+    lib.bind(m.Ibcast, {"MPI_Ibcast"});
+    lib.bind(m.Iallgather, {"MPI_Iallgather"});
+    lib.bind(m.Ibarrier, {"MPI_Ibarrier"});
+    lib.bind(m.Test, {"MPI_Test"});
+    lib.bind(m.Error_string, {"MPI_Error_string"});
+    // Open MPI's predefined communicators, types and ops are objects: their addresses are the handles.
+    m.comm_world = lib.address({"ompi_mpi_comm_world"});
+    m.comm_null = lib.address({"ompi_mpi_comm_null"});
+    m.float32 = lib.address({"ompi_mpi_float"});
+    m.float64 = lib.address({"ompi_mpi_double"});
+    m.int64 = lib.address({"ompi_mpi_int64_t"});
+    m.int32 = lib.address({"ompi_mpi_int32_t"});
+    m.int8 = lib.address({"ompi_mpi_int8_t"});
+    m.uint8 = lib.address({"ompi_mpi_uint8_t"});
+    m.boolean = lib.address({"ompi_mpi_c_bool"});
+    m.byte = lib.address({"ompi_mpi_byte"});
+    m.op_sum = lib.address({"ompi_mpi_op_sum"});
+    m.op_prod = lib.address({"ompi_mpi_op_prod"});
+    m.op_min = lib.address({"ompi_mpi_op_min"});
+    m.op_max = lib.address({"ompi_mpi_op_max"});
+    if (!lib.missing().empty()) m.reason = "libmpi.so.40 is not Open MPI 4's: it lacks " + lib.missing();
     return m;
   }();
   return m;

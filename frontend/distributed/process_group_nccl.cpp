@@ -3,7 +3,6 @@
 // codegen/cuda does with NVRTC, so kiln builds without nccl.h. A collective reads its input
 // where kiln computed it (device memory, kiln's stream) and writes a new device buffer, which
 // Work::wait() copies into the caller's tensor as a lazy op on the same stream.
-#include <dlfcn.h>
 
 #include <cstring>
 #include <map>
@@ -18,6 +17,7 @@
 #include "runtime/config.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/shared_library.h"
 #include "tracer/storage.h"
 
 namespace kiln::distributed {
@@ -75,21 +75,14 @@ std::vector<std::pair<const char*, void**>> entry_points(Nccl& n) {
 const Nccl& library() {
   static const Nccl n = [] {
     Nccl n{};
-    void* lib = nullptr;
-    for (const char* path : {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"})
-      if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL))) break;
-    if (!lib) {
-      const char* err = dlerror();
-      n.reason = std::string("libnccl.so.2 could not be opened (") + (err ? err : "not found") +
+    SharedLibrary lib({"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"});
+    if (!lib.opened()) {
+      n.reason = "libnccl.so.2 could not be opened (" + lib.open_error() +
                  "): install NCCL (the CUDA toolkit's lib64, or add its folder to LD_LIBRARY_PATH)";
       return n;
     }
-    std::string missing;
-    for (auto& [name, slot] : entry_points(n)) {
-      *slot = dlsym(lib, name);
-      if (!*slot) missing += (missing.empty() ? "" : ", ") + std::string(name);
-    }
-    if (!missing.empty()) n.reason = "libnccl.so.2 lacks " + missing;
+    for (auto& [name, slot] : entry_points(n)) *slot = lib.address({name});
+    if (!lib.missing().empty()) n.reason = "libnccl.so.2 lacks " + lib.missing();
     return n;
   }();
   return n;
