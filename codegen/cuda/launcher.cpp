@@ -376,6 +376,23 @@ BufferPtr to_host(const BufferPtr& buffer) {
   return host;
 }
 
+BufferPtr device_copy(const BufferPtr& buffer) {
+  KILN_CHECK(buffer && buffer->cuda_device() >= 0, "cuda: device_copy of host memory");
+  DeviceState& d = device_state(buffer->cuda_device());
+  driver::set_device(d.index);
+  BufferPtr copy = device_buffer(d, buffer->bytes());
+  if (buffer->bytes() > 0)
+    KILN_CU(cuMemcpyDtoDAsync, device_pointer(*copy), device_pointer(*buffer), buffer->bytes(), d.stream);
+  return copy;
+}
+
+void wait_for(const Buffer& buffer) {
+  if (buffer.cuda_device() < 0) return;
+  DeviceState& d = device_state(buffer.cuda_device());
+  driver::set_device(d.index);
+  KILN_CU(cuStreamSynchronize, d.stream);
+}
+
 }  // namespace kiln::codegen::cuda
 
 namespace kiln::codegen {

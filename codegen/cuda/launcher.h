@@ -20,6 +20,11 @@ namespace cuda {
 // A host copy of `buffer` (device memory: Buffer::cuda_device), once the device's stream has
 // finished the work queued before; host memory is returned as it is.
 BufferPtr to_host(const BufferPtr& buffer);
+// A copy of device memory `buffer` in new memory of the same device, queued on its stream.
+BufferPtr device_copy(const BufferPtr& buffer);
+// Waits until the device's stream has done the work queued before (nothing for host memory):
+// memory handed to code outside kiln (data_ptr) holds its value then.
+void wait_for(const Buffer& buffer);
 }  // namespace cuda
 
 }  // namespace kiln::codegen
