@@ -122,4 +122,21 @@ TEST_F(FakeCudaBackend, ASegmentMixingHostAndDeviceWorkRunsEachOnItsDevice) {
   EXPECT_TRUE(torch::equal(on_host, sorted));
 }
 
+// Narrow dtypes have CUDA kernels of their own (no host fallback) and give the CPU's values.
+TEST_F(FakeCudaBackend, NarrowDtypesRunOnTheDevice) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(6);
+  const auto a = torch::randn({4, 9}) * 20;
+  const int64_t fallbacks = stats().cuda_host_fallbacks;
+  for (auto t : {torch::kHalf, torch::kBFloat16, torch::kInt, torch::kChar, torch::kByte}) {
+    auto on_cpu = a.to(t), on_device = a.to(cuda).to(t);
+    auto expected = (on_cpu * on_cpu + on_cpu).amax(1);
+    auto actual = (on_device * on_device + on_device).amax(1);
+    EXPECT_TRUE(actual.is_cuda());
+    EXPECT_EQ(actual.dtype(), t);
+    EXPECT_TRUE(torch::equal(actual.cpu(), expected)) << t;
+  }
+  EXPECT_EQ(stats().cuda_host_fallbacks, fallbacks);
+}
+
 }  // namespace

@@ -264,7 +264,7 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
 // that compiles: one program of all those kernels, so that it costs one NVRTC run.
 TEST(Cuda, EveryElementwiseOpCompilesForEveryDtype) {
   SKIP_WITHOUT_NVRTC();
-  const ScalarType dtypes[] = {kBool, kLong, kFloat, kDouble};
+  const ScalarType dtypes[] = {kBool, kLong, kFloat, kDouble, kByte, kChar, kShort, kInt, kHalf, kBFloat16};
   std::vector<std::unique_ptr<ir::Node>> nodes;
   auto node = [&](ir::Op op, ScalarType t) {
     nodes.push_back(std::make_unique<ir::Node>());

@@ -135,13 +135,9 @@ class LibraryEmitter {
   // Input `i`'s element at `index`, as the output's value type.
   Value load(size_t i, const std::string& index) const {
     const ScalarType t = n.inputs[i].node->dtype;
-    const std::string raw = "in" + std::to_string(i) + "[" + index + "]";
-    return Value{t == kBool ? "(" + raw + " != 0)" : raw, t};
+    return Value{load_value(t, "in" + std::to_string(i) + "[" + index + "]"), t};
   }
-  std::string stored(const Value& v) const {
-    const std::string x = convert(v, n.dtype);
-    return n.dtype == kBool ? "(unsigned char)" + x : x;
-  }
+  std::string stored(const Value& v) const { return stored_value(n.dtype, convert(v, n.dtype)); }
   // The index operand (input 1) at `index` as int64, and a guard that skips the element when it
   // is out of range: the interpreter raises there, a kernel cannot (such an element of a gather
   // is 0, of a scatter is not added).
@@ -185,7 +181,8 @@ class LibraryEmitter {
       case kShort:
       case kInt:
       case kHalf:
-      case kBFloat16: throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(n.dtype), " yet"));
+      case kBFloat16:
+        throw Error(detail::concat("cuda: no atomic add for dtype ", dtype_name(n.dtype)));  // has_library_source
     }
   }
 
@@ -268,6 +265,9 @@ class LibraryEmitter {
 }  // namespace
 
 bool has_library_source(const Node& n) {
+  // Adding into the output takes atomics, which the narrow dtypes lack here: those run on the host.
+  const bool adds = n.op == Op::IndexAdd || n.op == Op::ScatterAdd || n.op == Op::AddView;
+  if (adds && n.dtype != kBool && n.dtype != kLong && n.dtype != kFloat && n.dtype != kDouble) return false;
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::ArgReduce:
     case ir::OpKind::Gather:

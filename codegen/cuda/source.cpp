@@ -236,22 +236,7 @@ std::string library_source(const ir::Node& n, const std::string& name);
 bool library_has_init(const ir::Node& n);
 int64_t library_work(const Kernel& k);
 
-// The dtypes CUDA code is generated for so far; the narrower ones (int8 ... int32, uint8, float16,
-// bfloat16) are not yet.
-bool generated_dtype(ScalarType t) { return t == kBool || t == kLong || t == kFloat || t == kDouble; }
-
-bool has_cuda_source(const Kernel& k) {
-  for (const auto& kn : k.nodes)
-    if (!generated_dtype(kn.node->dtype)) return false;
-  for (const auto& r : k.reads)
-    if (!generated_dtype(r.node->dtype)) return false;
-  if (k.kind != Kernel::Kind::Library) return true;
-  const ir::Node& n = *k.library_node;
-  if (!generated_dtype(n.dtype)) return false;
-  for (const auto& in : n.inputs)
-    if (!generated_dtype(in.node->dtype)) return false;
-  return has_library_source(n);
-}
+bool has_cuda_source(const Kernel& k) { return k.kind != Kernel::Kind::Library || has_library_source(*k.library_node); }
 
 bool fits_int32_indices(const Kernel& k) {
   if (k.kind == Kernel::Kind::Library) return false;  // library kernels index in 64 bits
