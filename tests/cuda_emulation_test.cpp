@@ -335,7 +335,9 @@ std::vector<double> narrow_program(torch::Dtype t) {
                                      torch::cat({a, b}, 1),
                                      a.index_select(1, index),
                                      -a.abs(),
-                                     (a.to(torch::kDouble) / 3).to(t)};
+                                     (a.to(torch::kDouble) / 3).to(t),
+                                     a.reshape({-1}).narrow(0, 1, 201) * 2,  // misaligned: the plain loop
+                                     a.reshape({-1}).narrow(0, 4, 201) - b.reshape({-1}).narrow(0, 8, 201)};
   if (integer) {
     outs.push_back(a.bitwise_and(b));
     outs.push_back(a.floor_divide(b + (b == 0).to(t)));

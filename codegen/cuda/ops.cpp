@@ -414,6 +414,16 @@ __device__ __forceinline__ bool kiln_fold_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ i64 kiln_fold_min(i64 a, i64 b) { return a < b ? a : b; }
 __device__ __forceinline__ float kiln_fold_min(float a, float x) { return x < a || isnan(x) ? x : a; }
 __device__ __forceinline__ double kiln_fold_min(double a, double x) { return x < a || isnan(x) ? x : a; }
+// `lanes` elements moved as one access (16 bytes at most, aligned to their size), and whether a
+// pointer is aligned for it.
+template <class T, int lanes>
+struct alignas(sizeof(T) * lanes) kiln_vector {
+  T v[lanes];
+};
+template <class T>
+__device__ __forceinline__ bool kiln_aligned(const T* p, int lanes) {
+  return (unsigned long long)p % (sizeof(T) * (unsigned long long)lanes) == 0;
+}
 // The value `offset` lanes down the warp.
 template <class T>
 __device__ __forceinline__ T kiln_shuffle_down(T v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
