@@ -386,6 +386,13 @@ __device__ __forceinline__ i64 kiln_wrapping_mul(i64 a, i64 b) { return (i64)((u
 __device__ __forceinline__ i64 kiln_long_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? kiln_wrapping_neg(a) : a / b; }
 __device__ __forceinline__ i64 kiln_long_fmod(i64 a, i64 b) { return b == 0 || b == -1 ? 0 : a % b; }
 __device__ __forceinline__ double kiln_long_division_in_double(double a, double b) { return b == 0 ? 0.0 : trunc(a / b); }
+// log(exp(x) + exp(acc)) as codegen/scan_sort.cpp's log_add_exp (libtorch's): NaN propagates, two
+// infinities of one sign give that infinity.
+__device__ __forceinline__ double kiln_log_add_exp(double x, double acc) {
+  const double lo = isnan(acc) ? acc : (acc < x ? acc : x), hi = isnan(acc) ? acc : (x < acc ? acc : x);
+  if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
+  return x;
+}
 // -0, 0 and NaN are their own sign.
 __device__ __forceinline__ float kiln_sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
 __device__ __forceinline__ double kiln_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
