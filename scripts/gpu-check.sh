@@ -30,6 +30,7 @@ pack() {
     [[ -x $build/$b ]] || { echo "missing $build/$b: build it first" >&2; exit 1; }
     cp "$build/$b" "$stage/bin/"
   done
+  cp "$ROOT/perf/bench_pytorch.py" "$stage/bin/"  # the PyTorch side of `kiln bench --device cuda`
   # glibc (and its loader) stay: the GPU machine's own is newer than Debian 12's 2.36.
   ldd "$stage"/bin/* | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
@@ -88,11 +89,16 @@ run() {
   check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \
     --data "$dir/data"
   check "kiln bench --device cuda" "$kiln" bench --device cuda --min-time 0.2 --json "${OUT:-$dir}/bench-cuda.json"
-  not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" \
-    "no script in perf/ runs the workloads in PyTorch yet"
+  if python3 -c 'import torch' 2>/dev/null; then
+    check "the same workloads in PyTorch eager and torch.compile (perf/bench_pytorch.py)" \
+      python3 "$dir/bin/bench_pytorch.py" --device cuda --min-time 0.2 --json "${OUT:-$dir}/bench-pytorch.json"
+  else
+    not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" "no PyTorch on this machine"
+  fi
   echo "=== record: the two 'accuracy ... seconds_per_epoch ...' lines above (cold and warm cache),"
   echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, the bench table (device copy"
-  echo "    GB/s, each row's ms and share of floor), and the summary below"
+  echo "    GB/s, each row's ms and share of floor), PyTorch's eager and compile lines beside it, and the"
+  echo "    summary below"
 
   finish
 }
