@@ -42,11 +42,26 @@ std::string Tensor::toString() const {
 
 namespace {
 // Where the tensor's first element is. Read on the host (`host` given), a value in device memory
-// is a host copy that `host` holds, made once the device has computed it: the host waits here.
+// is a host copy that `host` holds of the elements the view reaches, made once the device has
+// computed it: the host waits here.
 const char* element_base(const TensorImpl& impl, BufferPtr* host = nullptr) {
-  const BufferPtr* buf = &tracer::materialize(*impl.storage);
-  if (host && (*buf)->cuda_device() >= 0) buf = &(*host = codegen::cuda::to_host(*buf));
-  return static_cast<const char*>((*buf)->data()) + impl.offset * element_size(impl.dtype);
+  const BufferPtr& buf = tracer::materialize(*impl.storage);
+  const size_t size = element_size(impl.dtype);
+  if (host && buf->cuda_device() >= 0) {
+    int64_t last = 0;  // the view's last element, from its first
+    bool reaches_back = false;
+    for (size_t d = 0; d < impl.sizes.size(); ++d) {
+      last += std::max<int64_t>(impl.sizes[d] - 1, 0) * impl.strides[d];
+      reaches_back |= impl.strides[d] < 0;
+    }
+    if (reaches_back) {
+      *host = codegen::cuda::to_host(buf);
+      return static_cast<const char*>((*host)->data()) + impl.offset * size;
+    }
+    *host = codegen::cuda::to_host(buf, size_t(impl.offset) * size, size_t(last + 1) * size);
+    return static_cast<const char*>((*host)->data());
+  }
+  return static_cast<const char*>(buf->data()) + impl.offset * size;
 }
 
 template <typename T>

@@ -64,6 +64,13 @@ TEST_F(FakeCudaHostAccess, ValuesAreReadThroughTheDriver) {
   EXPECT_NE(printed.str().find("[ CUDAFloatType{3} ]"), std::string::npos) << printed.str();
   EXPECT_TRUE(torch::equal(y.cpu(), torch::tensor({2.25f, 4.f, 16.f})));
   EXPECT_TRUE(y.cpu().is_cpu());
+  // Views read only the elements they reach, from anywhere in the storage.
+  auto big = torch::arange(1000, torch::kFloat).to(cuda) + 0;
+  EXPECT_EQ(big[999].item<float>(), 999.f);
+  EXPECT_EQ(big.reshape({10, 100}).t().narrow(0, 98, 2).to_vector<float>(),
+            (std::vector<float>{98, 198, 298, 398, 498, 598, 698, 798, 898, 998,
+                                99, 199, 299, 399, 499, 599, 699, 799, 899, 999}));
+  EXPECT_EQ(big.narrow(0, 10, 3).to_vector<float>(), (std::vector<float>{10, 11, 12}));
 }
 
 TEST_F(FakeCudaHostAccess, ModulesOnTheDeviceSaveAndLoadThroughTheHost) {

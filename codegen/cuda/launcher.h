@@ -20,6 +20,9 @@ namespace cuda {
 // A host copy of `buffer` (device memory: Buffer::cuda_device), once the device's stream has
 // finished the work queued before; host memory is returned as it is.
 BufferPtr to_host(const BufferPtr& buffer);
+// A host copy of `bytes` of device memory `buffer` from byte `offset` on (a view's elements), as
+// to_host.
+BufferPtr to_host(const BufferPtr& buffer, size_t offset, size_t bytes);
 // A copy of device memory `buffer` in new memory of the same device, queued on its stream.
 BufferPtr device_copy(const BufferPtr& buffer);
 // Waits until the device's stream has done the work queued before (nothing for host memory):
