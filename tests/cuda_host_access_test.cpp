@@ -104,4 +104,29 @@ TEST_F(FakeCudaHostAccess, ModulesOnTheDeviceSaveAndLoadThroughTheHost) {
   EXPECT_EQ(values(loaded), values(t));
 }
 
+// An optimizer's state for parameters on the device is saved through the host and loaded onto
+// the parameters' device: the loaded optimizer steps there.
+TEST_F(FakeCudaHostAccess, OptimizerStateOnTheDeviceSavesAndLoads) {
+  serialize_test::TempDir dir;
+  const std::string path = dir.file("adam.safetensors");
+  torch::manual_seed(3);
+  torch::nn::Linear net(3, 2);
+  net->to(cuda);
+  const auto x = torch::randn({4, 3}).to(cuda);
+  auto step = [&](torch::optim::Optimizer& optimizer) {
+    optimizer.zero_grad();
+    net->forward(x).pow(2).sum().backward();
+    optimizer.step();
+  };
+  torch::optim::Adam adam(net->parameters(), torch::optim::AdamOptions(1e-2));
+  step(adam);
+  torch::save(adam, path);
+  torch::optim::Adam loaded(net->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::load(loaded, path);
+  const auto before = values(net->weight);
+  step(loaded);
+  EXPECT_TRUE(net->weight.is_cuda());
+  EXPECT_NE(values(net->weight), before);
+}
+
 }  // namespace
