@@ -30,11 +30,11 @@ pack() {
     [[ -x $build/$b ]] || { echo "missing $build/$b: build it first" >&2; exit 1; }
     cp "$build/$b" "$stage/bin/"
   done
-  cp "$ROOT/perf/bench_pytorch.py" "$stage/bin/"  # the PyTorch side of `kiln bench --device cuda`
   # glibc (and its loader) stay: the GPU machine's own is newer than Debian 12's 2.36.
   ldd "$stage"/bin/* | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+  cp "$ROOT/perf/bench_pytorch.py" "$stage/bin/"  # the PyTorch side of `kiln bench --device cuda`
   # Fashion-MNIST for `kiln train`, once it takes --device.
   if "$stage/bin/kiln" train --help 2>/dev/null | grep -q -- '--device'; then
     mkdir -p "$stage/data" && cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
