@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 
 #include "cli/bar_chart.h"
 #include "codegen/halide/compiler.h"
+#include "runtime/cuda/driver.h"
 
 namespace kiln::cli {
 
@@ -240,10 +242,17 @@ std::string machine_description() {
 struct Limits {
   std::string machine;                      // machine_description()
   std::optional<double> bandwidth, gflops;  // bytes/s of the triad, GFLOP/s of sgemm: the best any run reached
+  std::string bandwidth_name = "triad";     // on a GPU, a copy-like pass in device memory
 };
-Limits machine_limits(const Sides& sides) {
+Limits machine_limits(const Sides& sides, const Device& device) {
   Limits l;
   l.machine = machine_description();
+  if (device.is_cuda()) {
+    const cuda_driver::DeviceProperties p = cuda_driver::device_properties(int(std::max<int64_t>(device.index(), 0)));
+    l.machine += "; workloads on " + device.str() + ": " + p.name + " (sm_" + std::to_string(p.major) +
+                 std::to_string(p.minor) + ", " + std::to_string(p.multiprocessors) + " SMs)";
+    l.bandwidth_name = "device copy";
+  }
   auto keep_best = [](std::optional<double>& into, std::optional<double> v) {
     if (v && (!into || *v > *into)) into = v;
   };
@@ -295,7 +304,7 @@ void check_row(const Sides& sides, const Row& row, std::vector<std::string>& pro
 
 void print_table(const Limits& limits, const std::vector<Row>& rows, const std::vector<std::string>& problems) {
   std::printf("\nMachine: %s\n", limits.machine.c_str());
-  std::printf("Machine limits (best of all runs): triad %s GB/s, sgemm %s GFLOP/s\n\n",
+  std::printf("Machine limits (best of all runs): %s %s GB/s, sgemm %s GFLOP/s\n\n", limits.bandwidth_name.c_str(),
               cell(ratio(limits.bandwidth, 1e9), "%.1f").c_str(), cell(limits.gflops, "%.0f").c_str());
   const bool tuned = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.tuned.m; });
   std::printf(
@@ -318,12 +327,14 @@ void print_table(const Limits& limits, const std::vector<Row>& rows, const std::
 
 void write_json(const std::string& path, const Sides& sides, const Limits& limits, const std::vector<Row>& rows,
                 const std::vector<std::string>& problems) {
-  json out = {
-      {"machine", limits.machine},
-      {"limits", {{"triad_bytes_per_second", to_json(limits.bandwidth)}, {"sgemm_gflops", to_json(limits.gflops)}}},
-      {"problems", problems},
-      {"table", json::array()},
-      {"runs", json::object()}};
+  json out = {{"machine", limits.machine},
+              {"limits",
+               {{"triad_bytes_per_second", to_json(limits.bandwidth)},
+                {"bandwidth_measured_by", limits.bandwidth_name},
+                {"sgemm_gflops", to_json(limits.gflops)}}},
+              {"problems", problems},
+              {"table", json::array()},
+              {"runs", json::object()}};
   for (const Row& r : rows)
     out["table"].push_back({{"workload", r.workload},
                             {"libtorch_ms", to_json(r.libtorch.ms())},
@@ -364,8 +375,17 @@ void write_plot(const std::string& path, const std::vector<Row>& rows, bool have
 }  // namespace
 
 int bench(const BenchOptions& o) {
-  std::string libtorch = o.no_libtorch ? "" : o.libtorch.empty() ? find_libtorch_program() : o.libtorch;
-  if (!o.no_libtorch && libtorch.empty())
+  const Device device(o.device);
+  KILN_CHECK(device.is_cpu() || cuda::is_available(), "bench: --device ", o.device,
+             " was asked for, but CUDA is not available: ", cuda::unavailable_reason());
+  ::setenv("BENCH_DEVICE", device.str().c_str(), 1);  // perf/bench_common.h's bench_device()
+  if (device.is_cuda() && !o.no_libtorch)
+    std::fprintf(stderr, "bench: the libtorch column stays empty on %s (Debian's libtorch has no CUDA)\n",
+                 device.str().c_str());
+  std::string libtorch = o.no_libtorch || device.is_cuda() ? ""
+                         : o.libtorch.empty()              ? find_libtorch_program()
+                                                           : o.libtorch;
+  if (!o.no_libtorch && !device.is_cuda() && libtorch.empty())
     std::fprintf(stderr,
                  "bench: perf/bench_workloads_libtorch not found (install libtorch-dev and build perf/, or pass "
                  "--libtorch); the libtorch column stays empty\n");
@@ -410,7 +430,7 @@ int bench(const BenchOptions& o) {
       sides[side][name] = median;
     }
 
-  const Limits limits = machine_limits(sides);
+  const Limits limits = machine_limits(sides, device);
   std::vector<Row> rows;
   std::vector<std::string> problems;
   for (const std::string& name : order) {

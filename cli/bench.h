@@ -20,6 +20,10 @@ struct BenchOptions {
   int threads = 0;  // threads of every side; 0: each side at 1 and at 2 threads, its best kept
   // A "kiln tuned" side (the tuning database's schedules); kiln lazy then runs the hand ones.
   bool tuned = false;
+  // Where the workloads' tensors live: "cpu", "cuda" or "cuda:N" (BENCH_DEVICE of
+  // perf/bench_common.h). On a CUDA device the limit is the device's copy bandwidth, and the
+  // libtorch column stays empty (Debian's libtorch has no CUDA).
+  std::string device = "cpu";
 };
 
 // Returns the process exit status: 1 when the sides disagree on a workload's check value or a

@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
           ->check(CLI::ExistingFile);
   bench_cmd->add_flag("--no-libtorch", bench.no_libtorch, "Leave the libtorch column empty")->excludes(libtorch_opt);
   bench_cmd->add_flag("--no-eager", bench.no_eager, "Skip kiln's eager column");
+  bench_cmd->add_option("--device", bench.device, "Where the workloads run: cpu, cuda or cuda:N")
+      ->capture_default_str();
   bench_cmd->add_option("--threads", bench.threads, "Threads of every side (0: each at 1 and 2, the best kept)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include "codegen/cuda/launcher.h"
 #include "codegen/halide/backend.h"
 #include "codegen/unfused.h"
+#include "fusion/device_split.h"
 #include "fusion/passes.h"
 #include "fusion/plan.h"
 #include "runtime/config.h"
@@ -33,8 +34,10 @@ void flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
     fusion::eliminate_common_subexpressions(plan);
     fusion::simplify(plan);
   }
-  const int device = plan_device(plan);
-  (device >= 0 ? cuda_backend(device) : current_backend()).run(fusion::partition_cached(plan));
+  auto backend = [](int device) -> Backend& { return device >= 0 ? cuda_backend(device) : current_backend(); };
+  std::vector<fusion::DevicePart> parts = fusion::split_by_device(plan);
+  if (parts.empty()) backend(plan_device(plan)).run(fusion::partition_cached(plan));
+  for (fusion::DevicePart& part : parts) backend(part.device).run(fusion::partition_cached(part.plan));
   fusion::forget_computed_inputs(plan);
   stats_add(&Stats::nodes_executed, int64_t(plan.steps.size()));
 }

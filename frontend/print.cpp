@@ -150,7 +150,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "[ Tensor (undefined) ]";
   const std::vector<double> v = t.to_vector<double>();
   const Shape s = t.sizes().vec();
-  const std::string type = torch_type_name(t.dtype());
+  const std::string type = t.toString();
   if (s.empty()) {
     os << std::defaultfloat << v[0] << std::endl << "[ " << type << "{}";
   } else if (s.size() == 1) {

@@ -32,17 +32,36 @@ bool Tensor::is_contiguous() const {
 
 bool Tensor::is_alias_of(const Tensor& o) const { return impl().storage == o.impl().storage; }
 
-std::string Tensor::toString() const { return torch_type_name(dtype()); }  // as libtorch: "CPUFloatType"
+// As libtorch: "CPUFloatType", "CUDAFloatType".
+std::string Tensor::toString() const {
+  const std::string cpu = torch_type_name(dtype());
+  return impl().storage->cuda_device < 0 ? cpu : "CUDA" + cpu.substr(3);
+}
 
 // --- reading values ---
 
 namespace {
 // Where the tensor's first element is. Read on the host (`host` given), a value in device memory
-// is a host copy that `host` holds, made once the device has computed it: the host waits here.
+// is a host copy that `host` holds of the elements the view reaches, made once the device has
+// computed it: the host waits here.
 const char* element_base(const TensorImpl& impl, BufferPtr* host = nullptr) {
-  const BufferPtr* buf = &tracer::materialize(*impl.storage);
-  if (host && (*buf)->cuda_device() >= 0) buf = &(*host = codegen::cuda::to_host(*buf));
-  return static_cast<const char*>((*buf)->data()) + impl.offset * element_size(impl.dtype);
+  const BufferPtr& buf = tracer::materialize(*impl.storage);
+  const size_t size = element_size(impl.dtype);
+  if (host && buf->cuda_device() >= 0) {
+    int64_t last = 0;  // the view's last element, from its first
+    bool reaches_back = false;
+    for (size_t d = 0; d < impl.sizes.size(); ++d) {
+      last += std::max<int64_t>(impl.sizes[d] - 1, 0) * impl.strides[d];
+      reaches_back |= impl.strides[d] < 0;
+    }
+    if (reaches_back) {
+      *host = codegen::cuda::to_host(buf);
+      return static_cast<const char*>((*host)->data()) + impl.offset * size;
+    }
+    *host = codegen::cuda::to_host(buf, size_t(impl.offset) * size, size_t(last + 1) * size);
+    return static_cast<const char*>((*host)->data());
+  }
+  return static_cast<const char*>(buf->data()) + impl.offset * size;
 }
 
 template <typename T>
@@ -88,17 +107,30 @@ void* Tensor::data_ptr() const {
   if (s.memory && s.node == s.memory) return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
   // Another storage (copy_ shares the source's node), the constant cache or a saved value may
   // hold this node or its buffer: the writes are this storage's alone, so it takes a copy then.
+  // On a CUDA device (as libtorch's) the pointer is device memory, its value computed when the
+  // host gets it (the device's stream has run the work before), and the copy is made there.
   if (s.node.use_count() > 1 || buffer.use_count() > 2) {
-    const size_t bytes = size_t(s.numel) * element_size(s.dtype);
-    BufferPtr own = make_buffer(bytes);
-    if (bytes > 0) std::memcpy(own->data(), buffer->data(), bytes);
-    buffer = std::move(own);
+    if (buffer->cuda_device() >= 0) {
+      buffer = codegen::cuda::device_copy(buffer);
+    } else {
+      const size_t bytes = size_t(s.numel) * element_size(s.dtype);
+      BufferPtr own = make_buffer(bytes);
+      if (bytes > 0) std::memcpy(own->data(), buffer->data(), bytes);
+      buffer = std::move(own);
+    }
   }
-  if (s.node->op != ir::Op::Input || s.node->result != buffer)
+  if (s.node->op != ir::Op::Input || s.node->result != buffer) {
     s.node = detail::record_input(s.node->shape, s.node->dtype, buffer);
+    s.node->cuda_device = s.cuda_device;
+  }
+  codegen::cuda::wait_for(*buffer);
   return static_cast<char*>(buffer->data()) + impl().offset * element_size(dtype());
 }
-const void* Tensor::const_data_ptr() const { return element_base(impl()); }
+const void* Tensor::const_data_ptr() const {
+  const char* base = element_base(impl());
+  codegen::cuda::wait_for(*impl().storage->node->result);
+  return base;
+}
 template <typename T>
 T* Tensor::data_ptr() const {
   KILN_CHECK(dtype() == dtype_of<T>(), "data_ptr: expected scalar type ", dtype_of<T>(), " but found ", dtype());

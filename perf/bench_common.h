@@ -5,17 +5,36 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
 #ifdef KILN_BENCH_LIBTORCH
 #include <torch/torch.h>
-inline void settle() {}
+#else
+#include <kiln/torch.h>
+#endif
+
+// BENCH_DEVICE=cuda (or cuda:N; `kiln bench --device`) builds the workloads' tensors and modules
+// on that device; the default is the CPU. Read once per process.
+inline torch::Device bench_device() {
+  static const torch::Device device(std::string(std::getenv("BENCH_DEVICE") ? std::getenv("BENCH_DEVICE") : "cpu"));
+  return device;
+}
+inline torch::TensorOptions on_bench_device() { return torch::TensorOptions().device(bench_device()); }
+
+#ifdef KILN_BENCH_LIBTORCH
+inline void settle() {
+  if (bench_device().is_cuda()) torch::cuda::synchronize();
+}
 inline const char* kSide = "libtorch";
 struct WaitForCompilers {};
 #else
-#include <kiln/torch.h>
-inline void settle() { kiln::sync(); }
+// Computes what is live, and on a GPU waits for it: a timed iteration ends when its work is done.
+inline void settle() {
+  kiln::sync();
+  if (bench_device().is_cuda()) torch::cuda::synchronize();
+}
 inline const char* kSide = "kiln";
 // A benchmark program times fused kernels: each is compiled before it first runs
 // (KILN_COMPILE=wait), unless KILN_COMPILE says otherwise. One static of it per program.

@@ -34,6 +34,7 @@ pack() {
   ldd "$stage"/bin/* | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+  cp "$ROOT/perf/bench_pytorch.py" "$stage/bin/"  # the PyTorch side of `kiln bench --device cuda`
   # Fashion-MNIST for `kiln train`, once it takes --device.
   if "$stage/bin/kiln" train --help 2>/dev/null | grep -q -- '--device'; then
     mkdir -p "$stage/data" && cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
@@ -88,10 +89,17 @@ run() {
   check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \
     --data "$dir/data"
   nccl_step
-  not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" \
-    "perf/workloads.cpp makes its tensors on the CPU; kiln bench has no --device option yet"
+  check "kiln bench --device cuda" "$kiln" bench --device cuda --min-time 0.2 --json "${OUT:-$dir}/bench-cuda.json"
+  if python3 -c 'import torch' 2>/dev/null; then
+    check "the same workloads in PyTorch eager and torch.compile (perf/bench_pytorch.py)" \
+      python3 "$dir/bin/bench_pytorch.py" --device cuda --min-time 0.2 --json "${OUT:-$dir}/bench-pytorch.json"
+  else
+    not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" "no PyTorch on this machine"
+  fi
   echo "=== record: the two 'accuracy ... seconds_per_epoch ...' lines above (cold and warm cache),"
-  echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, and the summary below"
+  echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, the bench table (device copy"
+  echo "    GB/s, each row's ms and share of floor), PyTorch's eager and compile lines beside it, and the"
+  echo "    summary below"
 
   finish
 }

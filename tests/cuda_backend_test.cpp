@@ -16,6 +16,7 @@
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/stats.h"
+#include "tracer/storage.h"
 
 namespace {
 
@@ -94,6 +95,48 @@ TEST_F(FakeCudaBackend, DeviceTensorsRunOnTheBackend) {
   EXPECT_GT(stats().cuda_host_fallbacks, fallbacks);
   EXPECT_FLOAT_EQ(da.sum().item<float>(), a.sum().item<float>());
   EXPECT_GT(kiln::cuda::memory_allocated(0), 0u);  // da, db, product
+}
+
+// A segment with host work beside device work runs each on its own device: the host's steps on
+// the CPU backend (a sort there is no host fallback of the CUDA backend), the device's launched,
+// and values cross in the copies the program asked for.
+TEST_F(FakeCudaBackend, ASegmentMixingHostAndDeviceWorkRunsEachOnItsDevice) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(5);
+  auto a = torch::randn({4, 6}), b = torch::randn({4, 6});
+  auto da = a.to(cuda);
+  const int64_t fallbacks = stats().cuda_host_fallbacks, flushes = stats().flushes;
+  const int launches = kiln_test::fake_cuda_counts().launches;
+  auto on_device = (da * 2).relu();
+  auto on_host = std::get<0>((b * 3).sort(1));
+  auto mixed = on_device + on_host.to(cuda) * torch::tensor(0.5f);
+  auto back = on_device.cpu() - on_host.exp();
+  tracer::flush();
+  EXPECT_EQ(stats().flushes, flushes + 1);
+  EXPECT_EQ(stats().cuda_host_fallbacks, fallbacks);
+  EXPECT_GT(kiln_test::fake_cuda_counts().launches, launches);
+  EXPECT_TRUE(mixed.is_cuda() && back.is_cpu() && on_host.is_cpu());
+  const auto sorted = std::get<0>((b * 3).sort(1));
+  EXPECT_TRUE(torch::allclose(mixed.cpu(), (a * 2).relu() + sorted * 0.5f));
+  EXPECT_TRUE(torch::allclose(back, (a * 2).relu() - sorted.exp()));
+  EXPECT_TRUE(torch::equal(on_host, sorted));
+}
+
+// Narrow dtypes have CUDA kernels of their own (no host fallback) and give the CPU's values.
+TEST_F(FakeCudaBackend, NarrowDtypesRunOnTheDevice) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(6);
+  const auto a = torch::randn({4, 9}) * 20;
+  const int64_t fallbacks = stats().cuda_host_fallbacks;
+  for (auto t : {torch::kHalf, torch::kBFloat16, torch::kInt, torch::kChar, torch::kByte}) {
+    auto on_cpu = a.to(t), on_device = a.to(cuda).to(t);
+    auto expected = (on_cpu * on_cpu + on_cpu).amax(1);
+    auto actual = (on_device * on_device + on_device).amax(1);
+    EXPECT_TRUE(actual.is_cuda());
+    EXPECT_EQ(actual.dtype(), t);
+    EXPECT_TRUE(torch::equal(actual.cpu(), expected)) << t;
+  }
+  EXPECT_EQ(stats().cuda_host_fallbacks, fallbacks);
 }
 
 }  // namespace

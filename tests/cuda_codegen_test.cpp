@@ -264,13 +264,13 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
 // that compiles: one program of all those kernels, so that it costs one NVRTC run.
 TEST(Cuda, EveryElementwiseOpCompilesForEveryDtype) {
   SKIP_WITHOUT_NVRTC();
-  const ScalarType dtypes[] = {kBool, kLong, kFloat, kDouble};
+  const ScalarType dtypes[] = {kBool, kLong, kFloat, kDouble, kByte, kChar, kShort, kInt, kHalf, kBFloat16};
   std::vector<std::unique_ptr<ir::Node>> nodes;
   auto node = [&](ir::Op op, ScalarType t) {
     nodes.push_back(std::make_unique<ir::Node>());
     nodes.back()->op = op;
     nodes.back()->dtype = t;
-    nodes.back()->shape = {7};
+    nodes.back()->shape = {7, 3};
     return nodes.back().get();
   };
   std::string program = cuda::prelude(true);
@@ -288,11 +288,11 @@ TEST(Cuda, EveryElementwiseOpCompilesForEveryDtype) {
         if (kind == ir::OpKind::Compare ? result != kBool : op != ir::Op::Cast && result != operand) continue;
         fusion::Kernel k;
         k.kind = fusion::Kernel::Kind::Pointwise;
-        k.domain = {7};
+        k.domain = {7, 3};  // 2-D: the plain loop (a 1-D kernel's vector lanes would repeat each op)
         fusion::KernelNode kn{node(op, result), {}};
         for (int a = 0; a < arity; ++a) {
           const ScalarType t = kind == ir::OpKind::Select && a == 0 ? kBool : operand;
-          k.reads.push_back(fusion::Read{node(ir::Op::Input, t), {1}, 0});
+          k.reads.push_back(fusion::Read{node(ir::Op::Input, t), {3, 1}, 0});
           kn.args.push_back(~a);
         }
         k.nodes.push_back(kn);
@@ -399,6 +399,22 @@ TEST(Cuda, GeneratedSourcesMatchTheirReferences) {
                                                        (void)x.argmax(1).data_ptr<int64_t>();
                                                      }),
                                                      "ArgMax"));
+}
+
+// A contiguous 1-D pointwise kernel moves its values 16 bytes at a time (float32: 4, float64: 2),
+// once the kernel has checked alignment; the PTX has the vector accesses.
+TEST(Cuda, ContiguousPointwiseKernelsUseVectorAccesses) {
+  SKIP_WITHOUT_NVRTC();
+  const std::pair<torch::Dtype, const char*> cases[] = {
+      {torch::kFloat, ".v4.f32"}, {torch::kDouble, ".v2.f64"}, {torch::kHalf, ".v4.u16"}};
+  for (const auto& [dtype, vector] : cases) {
+    auto a = torch::randn({1001}).to(dtype), b = torch::randn({1001}).to(dtype);
+    a.data_ptr(), b.data_ptr();  // computed before: the kernel reads them
+    const cuda::KernelSource s = only_kernel(capture([&] { (void)(a * b + a).data_ptr(); }), cuda::Layout::Pointwise);
+    const auto out = cuda::nvrtc_compile(s.source, "vector.cu", 90, s.key);
+    EXPECT_NE(out.ptx.find(std::string("ld.global.nc") + vector), std::string::npos) << dtype;
+    EXPECT_NE(out.ptx.find(std::string("st.global") + vector), std::string::npos) << dtype;
+  }
 }
 
 // A second cache over the same folder loads what the first compiled; a damaged entry is logged

@@ -54,6 +54,16 @@ namespace {
     std::memcpy(&d, &v, 8);
     return d;
   }
+  inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  inline float __uint_as_float(unsigned u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
   namespace kiln_host {
   std::mutex atomic_mutex;
   }

@@ -1,6 +1,7 @@
 #include "cuda_fake_driver.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,6 +45,85 @@ struct Module {
 struct Function {
   const Module* module;
   void (*run)(void**);  // the kernel, its arguments from an array of pointers to them
+};
+
+// Device memory: blocks of one reserved range of addresses that the host can read and write only
+// while a driver call that touches device memory runs (a copy, a memset, a launch, a GEMM). Any
+// other host access to it faults, as it would on a GPU (where device pointers are not host
+// memory): a test that reads a device pointer as host memory crashes instead of passing.
+class DeviceArena {
+ public:
+  DeviceArena() {
+    void* p = mmap(nullptr, kReserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    KILN_CHECK(p != MAP_FAILED, "fake CUDA: cannot reserve the device's addresses");
+    base_ = static_cast<char*>(p);
+  }
+  void* allocate(size_t bytes) {
+    bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = free_.find(bytes); it != free_.end()) {
+      char* p = it->second;
+      free_.erase(it);
+      sizes_[p] = bytes;
+      return p;
+    }
+    if (used_ + bytes > kReserved) return nullptr;
+    char* p = base_ + used_;
+    used_ += bytes;
+    if (open_ > 0) protect(PROT_READ | PROT_WRITE);  // the new pages too
+    sizes_[p] = bytes;
+    return p;
+  }
+  void free(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(static_cast<char*>(p));
+    if (it == sizes_.end()) return;
+    free_.emplace(it->second, it->first);
+    sizes_.erase(it);
+  }
+  // Whether `p` points into a live block.
+  bool owns(const void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.upper_bound(static_cast<char*>(const_cast<void*>(p)));
+    if (it == sizes_.begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < it->first + it->second;
+  }
+  // The host may reach device memory from open() to close() (calls nest across threads).
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (open_++ == 0) protect(PROT_READ | PROT_WRITE);
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--open_ == 0) protect(PROT_NONE);
+  }
+
+ private:
+  static constexpr size_t kReserved = size_t(64) << 30, kAlign = 256;
+  void protect(int how) {
+    const size_t pages = (used_ + 4095) / 4096 * 4096;
+    if (pages > 0) KILN_CHECK(mprotect(base_, pages, how) == 0, "fake CUDA: mprotect failed");
+  }
+  std::mutex mutex_;
+  char* base_ = nullptr;
+  size_t used_ = 0;
+  int open_ = 0;
+  std::multimap<size_t, char*> free_;  // freed blocks by size
+  std::map<char*, size_t> sizes_;      // live blocks
+};
+
+DeviceArena& arena() {
+  static auto* a = new DeviceArena;  // never destroyed: blocks are freed during static destruction
+  return *a;
+}
+
+// Device memory is the host's while one of these lives.
+struct DeviceAccess {
+  DeviceAccess() { arena().open(); }
+  ~DeviceAccess() { arena().close(); }
+  DeviceAccess(const DeviceAccess&) = delete;
+  DeviceAccess& operator=(const DeviceAccess&) = delete;
 };
 
 std::string trim(const std::string& s) {
@@ -143,6 +223,7 @@ CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, u
   const auto* f = reinterpret_cast<const Function*>(function);
   const Module& m = *f->module;
   std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceAccess access;
   ++g_counts.launches;
   const unsigned blocks = m.barriers ? std::min(grid_x, 4u) : grid_x;
   const unsigned threads = m.barriers ? std::min(block_x, 64u) : block_x;
@@ -181,11 +262,11 @@ driver::DriverApi make_driver() {
   };
   a.cuCtxSynchronize = [] { return CUDA_SUCCESS; };
   a.cuMemAlloc = [](CUdeviceptr* p, size_t bytes) {
-    *p = CUdeviceptr(reinterpret_cast<uintptr_t>(std::malloc(bytes)));
-    return CUDA_SUCCESS;
+    *p = CUdeviceptr(reinterpret_cast<uintptr_t>(arena().allocate(bytes)));
+    return *p ? CUDA_SUCCESS : driver::CUDA_ERROR_OUT_OF_MEMORY;
   };
   a.cuMemFree = [](CUdeviceptr p) {
-    std::free(ptr(p));
+    arena().free(ptr(p));
     return CUDA_SUCCESS;
   };
   a.cuMemHostAlloc = [](void** p, size_t bytes, unsigned) {
@@ -197,18 +278,22 @@ driver::DriverApi make_driver() {
     return CUDA_SUCCESS;
   };
   a.cuMemcpyHtoDAsync = [](CUdeviceptr dst, const void* src, size_t bytes, driver::CUstream) {
+    DeviceAccess access;
     std::memcpy(ptr(dst), src, bytes);
     return CUDA_SUCCESS;
   };
   a.cuMemcpyDtoHAsync = [](void* dst, CUdeviceptr src, size_t bytes, driver::CUstream) {
+    DeviceAccess access;
     std::memcpy(dst, ptr(src), bytes);
     return CUDA_SUCCESS;
   };
   a.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t bytes, driver::CUstream) {
+    DeviceAccess access;
     std::memcpy(ptr(dst), ptr(src), bytes);
     return CUDA_SUCCESS;
   };
   a.cuMemsetD8Async = [](CUdeviceptr dst, unsigned char value, size_t bytes, driver::CUstream) {
+    DeviceAccess access;
     std::memset(ptr(dst), value, bytes);
     return CUDA_SUCCESS;
   };
@@ -244,6 +329,7 @@ kiln::codegen::cuda::cublasStatus gemm(kiln::codegen::cuda::cublasHandle, int ta
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_counts.gemms;
   }
+  DeviceAccess access;
   for (int p = 0; p < batch; ++p)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
@@ -279,6 +365,13 @@ void use_fake_cuda(bool on) {
   static const kiln::codegen::cuda::CublasApi fake_cublas = make_cublas();
   kiln::codegen::cuda::use_fake_cublas(on ? &fake_cublas : nullptr);
   driver::use_fake_device(on, on ? &fake_driver : nullptr);
+}
+
+bool fake_cuda_device_memory(const void* p) { return arena().owns(p); }
+
+void fake_cuda_copy_to_device(void* device, const void* host, size_t bytes) {
+  DeviceAccess access;
+  std::memcpy(device, host, bytes);
 }
 
 FakeCudaCounts fake_cuda_counts() {

@@ -2,10 +2,13 @@
 // (codegen/cuda/launcher.h) without a GPU: device memory is host memory, copies are memcpy,
 // streams and events complete at once, a module is the kernel's CUDA source compiled as host C++
 // under the emulation of tests/cuda_emulation.h (once per source, kept on disk under the kernel
-// cache folder), and cuBLAS's GEMMs are a plain host loop. Every launch's configuration is
-// checked as the driver would check it; blocks with barriers run at most 4 blocks of 64 threads
-// (every generated kernel strides over its grid and reads its block's size), others as asked.
+// cache folder), and cuBLAS's GEMMs are a plain host loop. Device memory is out of the host's
+// reach except inside those calls: code that reads a device pointer as host memory faults. Every
+// launch's configuration is checked as the driver would check it; blocks with barriers run at
+// most 4 blocks of 64 threads (every generated kernel strides over its grid and reads its
+// block's size), others as asked.
 #pragma once
+#include <cstddef>
 
 namespace kiln_test {
 
@@ -19,5 +22,10 @@ struct FakeCudaCounts {
   int gemms = 0;     // cuBLAS calls
 };
 FakeCudaCounts fake_cuda_counts();
+
+// Whether `p` is the fake device's memory (a live block of it).
+bool fake_cuda_device_memory(const void* p);
+// Writes device memory as a user's CUDA kernel or cudaMemcpy would.
+void fake_cuda_copy_to_device(void* device, const void* host, size_t bytes);
 
 }  // namespace kiln_test

@@ -1,5 +1,5 @@
 // A program that flushes every library kernel with generated CUDA source (index_select, gather,
-// their adjoints index_add and scatter_add, cat, view writes and adds, argmax and argmin) on odd
+// their adjoints index_add and scatter_add, cat, view writes and adds, argmax and argmin, scans) on odd
 // sizes, broadcast and non-contiguous operands, repeated indices, NaN and ties; its results as
 // float64 values, in order, for comparing backends.
 #pragma once
@@ -47,6 +47,15 @@ inline std::vector<double> run(torch::Dtype dtype) {
   // int64: index_select of int64 values and a cat of them.
   auto longs = torch::randint(-9, 9, {7, 4}, torch::kLong);
   keep(torch::cat({longs.index_select(0, rows), longs.t().narrow(0, 1, 2).t().narrow(0, 2, 5)}, 1));
+  // Scans along either dim of non-contiguous views: sums and products, log-cum-sum-exp, and the
+  // running maximum's and minimum's positions (NaN takes them, ties move them later); int64 wraps.
+  keep(y.t().cumsum(1));
+  keep((y * 0.5).cumprod(0));
+  keep(y.narrow(1, 1, 7).logcumsumexp(1));
+  keep(std::get<1>(y.cummax(1)));
+  keep(std::get<1>(y.t().cummin(1)));
+  keep(longs.t().cumsum(1));
+  keep((longs * 1000003).cumprod(0));
   return values;
 }
 

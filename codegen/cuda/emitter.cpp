@@ -88,8 +88,7 @@ std::string Emitter::load(int r, Scope& s) {
     if (cls == 's') index += " + " + c + " * s" + std::to_string(r) + "_" + std::to_string(d);
   }
   const ScalarType t = read.node->dtype;
-  std::string loaded = "in" + std::to_string(r) + "[" + index + "]";
-  if (t == kBool) loaded = "(" + loaded + " != 0)";
+  const std::string loaded = load_value(t, "in" + std::to_string(r) + "[" + index + "]");
   const std::string name = s.prefix + "r" + std::to_string(r);
   line(s.indent, std::string("const ") + value_type(t) + " " + name + " = " + loaded + ";");
   return s.names[~r] = name;
@@ -108,7 +107,7 @@ std::string Emitter::value(int i, Scope& s) {
   if (it != s.names.end()) return it->second;
   std::string expr;
   if (n.op == ir::Op::Const) {
-    expr = convert(Value{"c" + std::to_string(i), n.dtype == kLong ? kLong : kDouble}, n.dtype);
+    expr = convert(Value{"c" + std::to_string(i), is_integer(n.dtype) ? kLong : kDouble}, n.dtype);
   } else {
     KILN_CHECK(ir::op_kind(n.op) != ir::OpKind::Leaf, "cuda: an input node inside a kernel (", k.key(), ")");
     std::vector<Value> args;
@@ -135,9 +134,7 @@ std::string Emitter::operand(int arg, Scope& s, ScalarType to) {
 
 void Emitter::store(const std::string& indent, size_t position, const std::string& index, int node, Scope& s) {
   const ScalarType t = k.nodes[size_t(node)].node->dtype;
-  std::string v = value(node, s);
-  if (t == kBool) v = "(unsigned char)" + v;
-  line(indent, "out" + std::to_string(position) + "[" + index + "] = " + v + ";");
+  line(indent, "out" + std::to_string(position) + "[" + index + "] = " + stored_value(t, value(node, s)) + ";");
 }
 
 }  // namespace kiln::codegen::cuda

@@ -378,6 +378,34 @@ BufferPtr to_host(const BufferPtr& buffer) {
   return host;
 }
 
+BufferPtr to_host(const BufferPtr& buffer, size_t offset, size_t bytes) {
+  KILN_CHECK(buffer && buffer->cuda_device() >= 0 && offset + bytes <= buffer->bytes(),
+             "cuda: to_host of a range outside device memory");
+  DeviceState& d = device_state(buffer->cuda_device());
+  driver::set_device(d.index);
+  BufferPtr host = make_buffer(bytes);
+  if (bytes > 0) KILN_CU(cuMemcpyDtoHAsync, host->data(), device_pointer(*buffer) + offset, bytes, d.stream);
+  KILN_CU(cuStreamSynchronize, d.stream);
+  return host;
+}
+
+BufferPtr device_copy(const BufferPtr& buffer) {
+  KILN_CHECK(buffer && buffer->cuda_device() >= 0, "cuda: device_copy of host memory");
+  DeviceState& d = device_state(buffer->cuda_device());
+  driver::set_device(d.index);
+  BufferPtr copy = device_buffer(d, buffer->bytes());
+  if (buffer->bytes() > 0)
+    KILN_CU(cuMemcpyDtoDAsync, device_pointer(*copy), device_pointer(*buffer), buffer->bytes(), d.stream);
+  return copy;
+}
+
+void wait_for(const Buffer& buffer) {
+  if (buffer.cuda_device() < 0) return;
+  DeviceState& d = device_state(buffer.cuda_device());
+  driver::set_device(d.index);
+  KILN_CU(cuStreamSynchronize, d.stream);
+}
+
 }  // namespace kiln::codegen::cuda
 
 namespace kiln::codegen {

@@ -5,9 +5,9 @@
 // memory from the device's caching allocator (Buffer::cuda_device says so); a read of host memory
 // (a constant table or a tensor made on the CPU and moved) is uploaded through pinned staging,
 // and a kernel output that a host tensor holds (`.cpu()`) is copied back, the host waiting only
-// then. Kernels the generator has no CUDA source for (scans, sorts, narrow dtypes), and matmuls
-// on layouts cuBLAS does not take, run on the host: copied there, interpreted, copied back
-// (logged once per op, counted in Stats::cuda_host_fallbacks), so every program still runs.
+// then. Kernels the generator has no CUDA source for (sorts, scatter-adds into narrow dtypes), and matmuls on layouts
+// cuBLAS does not take, run on the host: copied there, interpreted, copied back (logged once per op, counted in
+// Stats::cuda_host_fallbacks), so every program still runs.
 #pragma once
 #include "codegen/backend.h"
 #include "runtime/cuda/driver.h"
@@ -24,6 +24,14 @@ BufferPtr to_host(const BufferPtr& buffer);
 // The device's one stream, which every copy and launch of kiln goes on; work queued on it by
 // others (NCCL's collectives) is ordered with kiln's kernels.
 cuda_driver::CUstream stream(int device);
+// A host copy of `bytes` of device memory `buffer` from byte `offset` on (a view's elements), as
+// to_host.
+BufferPtr to_host(const BufferPtr& buffer, size_t offset, size_t bytes);
+// A copy of device memory `buffer` in new memory of the same device, queued on its stream.
+BufferPtr device_copy(const BufferPtr& buffer);
+// Waits until the device's stream has done the work queued before (nothing for host memory):
+// memory handed to code outside kiln (data_ptr) holds its value then.
+void wait_for(const Buffer& buffer);
 }  // namespace cuda
 
 }  // namespace kiln::codegen

@@ -1,5 +1,5 @@
 // CUDA C for the library kernels that move or scatter elements (gathers, scatters, cat, view
-// writes, arg-reductions): one node each, every operand read through its view. The calling
+// writes, arg-reductions, scans): one node each, every operand read through its view. The calling
 // convention is in source.h (library_scalars); the meaning is the interpreter's
 // (codegen/interpreter.cpp), element by element.
 #include <algorithm>
@@ -61,6 +61,8 @@ class LibraryEmitter {
     KILN_CHECK(has_library_source(n), "cuda: no library source for ", ir::op_name(n.op));
     if (ir::op_kind(n.op) == ir::OpKind::ArgReduce)
       emit_arg_reduce();
+    else if (ir::op_kind(n.op) == ir::OpKind::Scan)
+      emit_scan();
     else if (n.op == Op::IndexSelect || n.op == Op::Gather)
       emit_gather();
     else if (n.op == Op::IndexAdd || n.op == Op::ScatterAdd)
@@ -98,18 +100,21 @@ class LibraryEmitter {
   }
   void end() { out << "}\n"; }
 
-  // A grid-stride loop over the elements of `shape` (its sizes), flat index `i`, body(coords).
+  // A grid-stride loop over the elements of `shape` (its sizes), flat index `i`, body(coords);
+  // with `fixed` (a dim), over its other dims only, that dim's coordinate 0 (rows along it).
   template <typename Body>
-  void loop(const ViewParams& shape, Body&& body) {
+  void loop(const ViewParams& shape, Body&& body, size_t fixed = size_t(-1)) {
     std::string total = "1";
-    for (size_t d = 0; d < shape.rank; ++d) total += " * " + shape.size(d);
+    for (size_t d = 0; d < shape.rank; ++d)
+      if (d != fixed) total += " * " + shape.size(d);
     line("for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, total = " + total +
          "; i < total; i += (long long)blockDim.x * gridDim.x) {");
     indent += "  ";
-    std::vector<std::string> c(shape.rank);
+    std::vector<std::string> c(shape.rank, "0");
     if (shape.rank > 0) {
       line("long long rest = i;");
       for (size_t d = shape.rank; d-- > 0;) {
+        if (d == fixed) continue;
         c[d] = "c" + std::to_string(d);
         line("const long long " + c[d] + " = rest % " + shape.size(d) + ";");
         if (d > 0) line("rest /= " + shape.size(d) + ";");
@@ -135,13 +140,9 @@ class LibraryEmitter {
   // Input `i`'s element at `index`, as the output's value type.
   Value load(size_t i, const std::string& index) const {
     const ScalarType t = n.inputs[i].node->dtype;
-    const std::string raw = "in" + std::to_string(i) + "[" + index + "]";
-    return Value{t == kBool ? "(" + raw + " != 0)" : raw, t};
+    return Value{load_value(t, "in" + std::to_string(i) + "[" + index + "]"), t};
   }
-  std::string stored(const Value& v) const {
-    const std::string x = convert(v, n.dtype);
-    return n.dtype == kBool ? "(unsigned char)" + x : x;
-  }
+  std::string stored(const Value& v) const { return stored_value(n.dtype, convert(v, n.dtype)); }
   // The index operand (input 1) at `index` as int64, and a guard that skips the element when it
   // is out of range: the interpreter raises there, a kernel cannot (such an element of a gather
   // is 0, of a scatter is not added).
@@ -185,7 +186,8 @@ class LibraryEmitter {
       case kShort:
       case kInt:
       case kHalf:
-      case kBFloat16: throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(n.dtype), " yet"));
+      case kBFloat16:
+        throw Error(detail::concat("cuda: no atomic add for dtype ", dtype_name(n.dtype)));  // has_library_source
     }
   }
 
@@ -257,6 +259,54 @@ class LibraryEmitter {
     });
   }
 
+  // A thread per row along the dim walks it in order, as codegen/scan_sort.cpp's routines: sums
+  // and products in float64 (int64, wrapping, for integers and bool), log-cum-sum-exp in float64,
+  // and the running maximum's (minimum's) position, NaN taking it and ties moving it later.
+  void emit_scan() {
+    const size_t axis = size_t(dim());
+    const ScalarType t = n.inputs[0].node->dtype;
+    const bool floating = t == kFloat || t == kDouble;
+    std::string out_step = "1";
+    for (size_t d = axis + 1; d < out_shape.rank; ++d) out_step += " * " + out_shape.size(d);
+    loop(
+        out_shape,
+        [&](const std::vector<std::string>& c) {
+          line("const long long first = " + view_index(inputs[0], c) + ", out_first = " + out_index(c) + ";");
+          const std::string x = "first + p * " + inputs[0].stride(axis), at = "out_first + p * (" + out_step + ")";
+          if (n.op == Op::CumMaxIndex || n.op == Op::CumMinIndex) {
+            const Value v0 = load(0, "first");
+            line(std::string("auto best = ") + "(" + value_type(t) + ")" + v0.code + ";");
+            line("long long best_at = 0;");
+            line("for (long long p = 0; p < " + inputs[0].size(axis) + "; ++p) {");
+            line(std::string("  const ") + value_type(t) + " v = " + load(0, x).code + ";");
+            const std::string better = n.op == Op::CumMaxIndex ? "v >= best" : "v <= best";
+            line("  if (" + (floating ? "isnan(v) || (!isnan(best) && " + better + ")" : better) + ") {");
+            line("    best = v;");
+            line("    best_at = p;");
+            line("  }");
+            line("  out[" + at + "] = best_at;");
+            line("}");
+            return;
+          }
+          const ScalarType acc = floating ? kDouble : kLong;
+          const std::string identity = n.op == Op::CumProd        ? (floating ? "1.0" : "1LL")
+                                       : n.op == Op::LogCumSumExp ? "(-kiln_infinity())"
+                                                                  : (floating ? "0.0" : "0LL");
+          line(std::string(value_type(acc)) + " acc = " + identity + ";");
+          line("for (long long p = 0; p < " + inputs[0].size(axis) + "; ++p) {");
+          const std::string v = convert(load(0, x), acc);
+          if (n.op == Op::LogCumSumExp)
+            line("  acc = kiln_log_add_exp(" + v + ", acc);");
+          else if (n.op == Op::CumProd)
+            line("  acc = " + std::string(floating ? "acc * " + v : "kiln_wrapping_mul(acc, " + v + ")") + ";");
+          else
+            line("  acc = " + std::string(floating ? "acc + " + v : "kiln_wrapping_add(acc, " + v + ")") + ";");
+          line("  out[" + at + "] = " + stored(Value{"acc", acc}) + ";");
+          line("}");
+        },
+        axis);
+  }
+
   const Node& n;
   const std::string name;
   ViewParams out_shape, target;
@@ -268,14 +318,17 @@ class LibraryEmitter {
 }  // namespace
 
 bool has_library_source(const Node& n) {
+  // Adding into the output takes atomics, which the narrow dtypes lack here: those run on the host.
+  const bool adds = n.op == Op::IndexAdd || n.op == Op::ScatterAdd || n.op == Op::AddView;
+  if (adds && n.dtype != kBool && n.dtype != kLong && n.dtype != kFloat && n.dtype != kDouble) return false;
   switch (ir::op_kind(n.op)) {
     case ir::OpKind::ArgReduce:
     case ir::OpKind::Gather:
     case ir::OpKind::Cat:
     case ir::OpKind::WriteView: return true;
     case ir::OpKind::Matmul: return false;  // matmul and bmm are cuBLAS calls, not generated
-    case ir::OpKind::Scan:                  // scans and sorts along a dim: no CUDA source yet (the
-    case ir::OpKind::Sort: return false;    // CPU runs them with codegen/scan_sort.h's routines)
+    case ir::OpKind::Scan: return true;     // a thread per row
+    case ir::OpKind::Sort: return false;    // sorts along a dim: no CUDA source yet (the host runs them)
     case ir::OpKind::Leaf:
     case ir::OpKind::Unary:
     case ir::OpKind::Binary:

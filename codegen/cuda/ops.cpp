@@ -11,25 +11,95 @@ using ir::Op;
 const char* value_type(ScalarType t) {
   switch (t) {
     case kBool: return "bool";
-    case kLong: return "long long";
-    case kFloat: return "float";
-    case kDouble: return "double";
+    case kLong:
     case kByte:
     case kChar:
     case kShort:
-    case kInt:
+    case kInt: return "long long";  // narrow integers computed as int64, wrapped to their width
+    case kFloat:
     case kHalf:
-    case kBFloat16: break;  // not generated yet: has_cuda_source() is false for kernels with these
+    case kBFloat16: return "float";  // float16 and bfloat16 computed in float, rounded to the dtype
+    case kDouble: return "double";
   }
-  throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(t), " yet"));
+  throw Error(detail::concat("cuda: no CUDA type for dtype ", dtype_name(t)));
 }
 
-const char* storage_type(ScalarType t) { return t == kBool ? "unsigned char" : value_type(t); }
+const char* storage_type(ScalarType t) {
+  switch (t) {
+    case kBool:
+    case kByte: return "unsigned char";
+    case kChar: return "signed char";
+    case kShort: return "short";
+    case kInt: return "int";
+    case kHalf:
+    case kBFloat16: return "unsigned short";  // the bits
+    case kLong:
+    case kFloat:
+    case kDouble: return value_type(t);
+  }
+  throw Error(detail::concat("cuda: no CUDA type for dtype ", dtype_name(t)));
+}
+
+std::string load_value(ScalarType t, const std::string& element) {
+  switch (t) {
+    case kBool: return "(" + element + " != 0)";
+    case kHalf: return "kiln_half_to_float(" + element + ")";
+    case kBFloat16: return "kiln_bf16_to_float(" + element + ")";
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt: return "((long long)" + element + ")";
+    case kLong:
+    case kFloat:
+    case kDouble: return element;
+  }
+  return element;
+}
+
+std::string stored_value(ScalarType t, const std::string& value) {
+  switch (t) {
+    case kHalf: return "kiln_float_to_half(" + value + ")";
+    case kBFloat16: return "kiln_float_to_bf16(" + value + ")";
+    case kBool:
+    case kByte:
+    case kChar:
+    case kShort:
+    case kInt: return std::string("(") + storage_type(t) + ")" + value;  // exact: the value has the width
+    case kLong:
+    case kFloat:
+    case kDouble: return value;
+  }
+  return value;
+}
+
+namespace {
+
+// A float (float, double or an int64-valued expression of a float dtype's value) rounded to the
+// reduced float `t`, as float.
+std::string round_reduced(ScalarType t, const std::string& x) {
+  return std::string(t == kHalf ? "kiln_round_half" : "kiln_round_bf16") + "((float)" + x + ")";
+}
+
+// An int64 wrapped to narrow integer `t`'s width (as an int64).
+std::string wrap_narrow(ScalarType t, const std::string& x) {
+  const char* c = t == kByte ? "unsigned char" : t == kChar ? "signed char" : t == kShort ? "short" : "int";
+  return std::string("((long long)(") + c + ")(unsigned long long)" + x + ")";
+}
+
+bool is_float_valued(ScalarType t) { return is_floating(t); }
+
+}  // namespace
 
 std::string convert(const Value& v, ScalarType to) {
   if (v.dtype == to) return v.code;
   if (to == kBool) return "(" + v.code + " != 0)";
-  if (to == kLong && (v.dtype == kFloat || v.dtype == kDouble)) return "kiln_to_long(" + v.code + ")";
+  if (to == kLong && is_float_valued(v.dtype)) return "kiln_to_long(" + v.code + ")";
+  // Narrow integers from floats as runtime/dtype.h's float_to_integer (through int32); from
+  // integers by wrapping.
+  if (is_narrow_integer(to))
+    return wrap_narrow(to, is_float_valued(v.dtype) ? "kiln_to_int32(" + v.code + ")" : v.code);
+  // The reduced floats from anything through float (an int64 to float in one rounding).
+  if (is_reduced_float(to)) return round_reduced(to, v.code);
   return std::string("((") + value_type(to) + ")" + v.code + ")";
 }
 
@@ -108,8 +178,8 @@ std::string float_op(const ir::Node& n, ScalarType t, const std::vector<Value>& 
     case Op::Add: return "(" + x(0) + " + " + x(1) + ")";
     case Op::Sub: return "(" + x(0) + " - " + x(1) + ")";
     case Op::Mul: return "(" + x(0) + " * " + x(1) + ")";
-    case Op::Div:  // int64 operands divide as C (truncating), as the interpreter's float64 path
-      if (a[0].dtype == kLong && a[1].dtype == kLong)
+    case Op::Div:  // integer operands divide as C (truncating), as the interpreter's float64 path
+      if (is_integer(a[0].dtype) && is_integer(a[1].dtype))
         return std::string("((") + value_type(t) + ")kiln_long_division_in_double(" + in(a, 0, kDouble) + ", " +
                in(a, 1, kDouble) + "))";
       return "(" + x(0) + " / " + x(1) + ")";
@@ -165,16 +235,19 @@ std::string wrapping_op(const ir::Node& n, const std::vector<Value>& a) {
   }
 }
 
-bool all_long(const std::vector<Value>& a, size_t from = 0) {
+// Whether operands from `from` on are integers (of any width: all are int64 values here), as
+// the interpreter's integer path asks.
+bool all_integer(const std::vector<Value>& a, size_t from = 0) {
   for (size_t j = from; j < a.size(); ++j)
-    if (a[j].dtype != kLong) return false;
+    if (!is_integer(a[j].dtype)) return false;
   return true;
 }
 
-// The type two operands are compared in: their own when they agree, else float64 (as the
-// interpreter compares), int64 when both are.
+// The type two operands are compared in: their own when they agree, int64 when both are
+// integers, else float64 (as the interpreter compares).
 ScalarType comparison_type(const std::vector<Value>& a) {
-  if (a[0].dtype == a[1].dtype) return a[0].dtype;
+  if (a[0].dtype == a[1].dtype) return is_integer(a[0].dtype) ? kLong : a[0].dtype;
+  if (all_integer(a)) return kLong;
   return kDouble;
 }
 
@@ -186,29 +259,37 @@ std::string lower_op(const ir::Node& n, const std::vector<Value>& a) {
   if (n.op == Op::Cast || n.op == Op::Copy) return convert(a[0], t);
   if (kind == ir::OpKind::Compare) return float_op(n, comparison_type(a), a);
   if (kind == ir::OpKind::Select) {
-    if (t == kFloat || t == kDouble || all_long(a, 1) || t == kBool)
+    if (!is_integer(t) || all_integer(a, 1))
       return "(" + convert(a[0], kBool) + " ? " + convert(a[1], t) + " : " + convert(a[2], t) + ")";
-    return "kiln_to_long(" + float_op(n, kDouble, a) + ")";
+    return convert(Value{float_op(n, kDouble, a), kDouble}, t);
   }
   switch (t) {
     case kFloat:
     case kDouble: return float_op(n, t, a);
+    case kHalf:
+    case kBFloat16: return round_reduced(t, float_op(n, kFloat, a));
     case kLong:
-      if (ir::has_wrapping_form(n.op) && all_long(a)) return wrapping_op(n, a);
-      return "kiln_to_long(" + float_op(n, kDouble, a) + ")";
-    case kBool: return "(" + float_op(n, kDouble, a) + " != 0.0)";
     case kByte:
     case kChar:
     case kShort:
-    case kInt:
-    case kHalf:
-    case kBFloat16: break;
+    case kInt: {
+      const Value v = ir::has_wrapping_form(n.op) && all_integer(a) ? Value{wrapping_op(n, a), kLong}
+                                                                    : Value{float_op(n, kDouble, a), kDouble};
+      return convert(v, t);
+    }
+    case kBool: return "(" + float_op(n, kDouble, a) + " != 0.0)";
   }
-  throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(t), " yet"));
+  throw Error(detail::concat("cuda: no CUDA code for dtype ", dtype_name(t)));
 }
 
 ScalarType accumulator_dtype(const ir::Node& red) {
-  return red.op == Op::Sum && red.dtype == kFloat ? kDouble : red.dtype;
+  if (is_integer(red.dtype)) return kLong;  // wrapping, as the interpreter's integer path
+  if (red.dtype == kFloat || is_reduced_float(red.dtype)) {
+    const Op combine = ir::facts(red.op).combine;
+    if (red.dtype == kFloat) return red.op == Op::Sum ? kDouble : kFloat;
+    return combine == Op::Add || combine == Op::Mul ? kDouble : kFloat;  // the reduced floats as the interpreter
+  }
+  return red.dtype;
 }
 
 std::string reduction_identity(const ir::Node& red) {
@@ -251,6 +332,51 @@ __device__ __forceinline__ i64 kiln_long_max() { return 0x7fffffffffffffffLL; }
 __device__ __forceinline__ i64 kiln_to_long(double v) {
   return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (i64)v : kiln_long_min();
 }
+// A float64 as a narrow integer, before wrapping to its width: through a 32-bit conversion, NaN
+// and values out of its range giving INT32_MIN (runtime/dtype.h's float_to_integer).
+__device__ __forceinline__ i64 kiln_to_int32(double v) {
+  return v >= -2147483648.0 && v < 2147483648.0 ? (i64)(int)v : (i64)(-2147483647 - 1);
+}
+// float16 and bfloat16 are stored as their bits and computed in float, each result rounded to
+// nearest even (runtime/dtype.h's conversions, bit for bit).
+__device__ __forceinline__ unsigned short kiln_float_to_half(float f) {
+  unsigned u = __float_as_uint(f);
+  const unsigned sign = u & 0x80000000u;
+  u ^= sign;
+  unsigned out;
+  if (u >= (127u + 16u) << 23) {  // beyond float16's range: infinity, or NaN
+    out = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (u < 113u << 23) {  // a float16 subnormal or zero: the float add rounds at 2^-24
+    const unsigned magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    out = __float_as_uint(__uint_as_float(u) + __uint_as_float(magic)) - magic;
+  } else {
+    u += ((unsigned)(15 - 127) << 23) + 0xfffu + ((u >> 13) & 1u);  // rebias, round to nearest even
+    out = u >> 13;
+  }
+  return (unsigned short)(out | (sign >> 16));
+}
+__device__ __forceinline__ float kiln_half_to_float(unsigned short bits) {
+  const unsigned shifted_exponent = 0x7c00u << 13;
+  unsigned u = (unsigned)(bits & 0x7fffu) << 13;
+  const unsigned exponent = u & shifted_exponent;
+  u += (127u - 15u) << 23;
+  float f;
+  if (exponent == shifted_exponent)
+    f = __uint_as_float(u + ((128u - 16u) << 23));  // infinity or NaN
+  else if (exponent == 0)
+    f = __uint_as_float(u + (1u << 23)) - __uint_as_float(113u << 23);  // zero or subnormal
+  else
+    f = __uint_as_float(u);
+  return bits & 0x8000u ? -f : f;
+}
+__device__ __forceinline__ unsigned short kiln_float_to_bf16(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN, as c10::BFloat16
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float kiln_bf16_to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
+__device__ __forceinline__ float kiln_round_half(float x) { return kiln_half_to_float(kiln_float_to_half(x)); }
+__device__ __forceinline__ float kiln_round_bf16(float x) { return kiln_bf16_to_float(kiln_float_to_bf16(x)); }
 __device__ __forceinline__ i64 kiln_wrapping_neg(i64 a) { return (i64)(0ULL - (u64)a); }
 __device__ __forceinline__ i64 kiln_wrapping_abs(i64 a) { return a < 0 ? kiln_wrapping_neg(a) : a; }
 __device__ __forceinline__ i64 kiln_wrapping_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
@@ -260,6 +386,13 @@ __device__ __forceinline__ i64 kiln_wrapping_mul(i64 a, i64 b) { return (i64)((u
 __device__ __forceinline__ i64 kiln_long_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? kiln_wrapping_neg(a) : a / b; }
 __device__ __forceinline__ i64 kiln_long_fmod(i64 a, i64 b) { return b == 0 || b == -1 ? 0 : a % b; }
 __device__ __forceinline__ double kiln_long_division_in_double(double a, double b) { return b == 0 ? 0.0 : trunc(a / b); }
+// log(exp(x) + exp(acc)) as codegen/scan_sort.cpp's log_add_exp (libtorch's): NaN propagates, two
+// infinities of one sign give that infinity.
+__device__ __forceinline__ double kiln_log_add_exp(double x, double acc) {
+  const double lo = isnan(acc) ? acc : (acc < x ? acc : x), hi = isnan(acc) ? acc : (x < acc ? acc : x);
+  if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
+  return x;
+}
 // -0, 0 and NaN are their own sign.
 __device__ __forceinline__ float kiln_sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
 __device__ __forceinline__ double kiln_sign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }
@@ -288,6 +421,16 @@ __device__ __forceinline__ bool kiln_fold_min(bool a, bool b) { return a && b; }
 __device__ __forceinline__ i64 kiln_fold_min(i64 a, i64 b) { return a < b ? a : b; }
 __device__ __forceinline__ float kiln_fold_min(float a, float x) { return x < a || isnan(x) ? x : a; }
 __device__ __forceinline__ double kiln_fold_min(double a, double x) { return x < a || isnan(x) ? x : a; }
+// `lanes` elements moved as one access (16 bytes at most, aligned to their size), and whether a
+// pointer is aligned for it.
+template <class T, int lanes>
+struct alignas(sizeof(T) * lanes) kiln_vector {
+  T v[lanes];
+};
+template <class T>
+__device__ __forceinline__ bool kiln_aligned(const T* p, int lanes) {
+  return (unsigned long long)p % (sizeof(T) * (unsigned long long)lanes) == 0;
+}
 // The value `offset` lanes down the warp.
 template <class T>
 __device__ __forceinline__ T kiln_shuffle_down(T v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }

@@ -2,7 +2,9 @@
 // the op table) and each reduction's identity and combining function, with the device helpers
 // they call (prelude). Values follow the interpreter (tracer/op_scalar.cpp): NaN wins max and min,
 // int64 arithmetic wraps, int64 division and remainder by 0 give 0, a float to int64 out of range
-// or NaN gives INT64_MIN; ops without an int64 form compute int64 operands in float64.
+// or NaN gives INT64_MIN; ops without an int64 form compute int64 operands in float64. Narrow
+// integers compute as int64 and wrap to their width; float16 and bfloat16 compute in float and
+// round to their dtype at each node, as the interpreter stores them.
 #pragma once
 #include <string>
 #include <vector>
@@ -12,9 +14,15 @@
 
 namespace kiln::codegen::cuda {
 
-// A dtype's C type in expressions (bool, long long, float, double) and in memory (bool as a byte).
+// A dtype's C type in expressions (bool, long long for every integer, float for float32, float16
+// and bfloat16, double) and in memory (bool as a byte, the narrow integers as themselves, float16
+// and bfloat16 as their 16 bits).
 const char* value_type(ScalarType t);
 const char* storage_type(ScalarType t);
+// An element read from memory (`element`, of storage_type(t)) as a value of value_type(t), and a
+// value written back as storage_type(t).
+std::string load_value(ScalarType t, const std::string& element);
+std::string stored_value(ScalarType t, const std::string& value);
 
 // A C expression and the dtype of its value.
 struct Value {
@@ -29,6 +37,7 @@ std::string convert(const Value& v, ScalarType to);
 std::string lower_op(const ir::Node& n, const std::vector<Value>& a);
 
 // A reducing node's accumulator: float sums add in float64 (as the Halide backend adds blocks),
+// float16 and bfloat16 sums and products too (max and min in float), integers in int64,
 // everything else in the node's dtype.
 ScalarType accumulator_dtype(const ir::Node& red);
 // The fold's starting value (its combining op's identity), as an expression of accumulator_dtype.

@@ -25,20 +25,98 @@ std::string function_name(const std::string& key) {
 }
 
 // One grid-stride loop over the domain, every output written at the element's flat index.
-void emit_pointwise(Emitter& e) {
+void emit_pointwise_loop(Emitter& e, const std::string& indent, const std::string& first) {
   const Kernel& k = e.k;
   std::vector<size_t> dims(k.domain.size());
   for (size_t d = 0; d < dims.size(); ++d) dims[d] = d;
-  e.line("  ", "const idx_t total = " + e.product(dims) + ";");
-  e.line(
-      "  ",
-      "for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (idx_t)blockDim.x * gridDim.x) {");
-  const std::string in = "    ";
+  e.line(indent, "for (idx_t i = " + first + "; i < total; i += (idx_t)blockDim.x * gridDim.x) {");
+  const std::string in = indent + "  ";
   e.split_index(in, "i", dims);
   Scope s{"", in, {}, nullptr, {}};
   for (size_t d : dims) s.coords.push_back(e.coord(d));
   for (size_t j = 0; j < k.outputs.size(); ++j) e.store(in, j, "i", k.outputs[j], s);
+  e.line(indent, "}");
+}
+
+bool contiguous_read(const fusion::Read& r) { return fusion::stride_class(r.strides[0]) == '1'; }
+
+// Elements per vector access of a 1-D pointwise kernel (its reads with stride 1 and its outputs
+// each move 16 bytes or less at once: 4 elements, 2 of 8-byte types), or 1 where it is not one.
+// Decided by what the key holds (rank, stride classes, dtypes).
+int vector_lanes(const Kernel& k) {
+  constexpr size_t kMostNodes = 48;  // beyond, four copies of the body cost registers and compile time
+  if (k.kind != Kernel::Kind::Pointwise || k.domain.size() != 1 || k.tiny_inner() || k.nodes.size() > kMostNodes)
+    return 1;
+  size_t widest = 0;
+  for (const auto& r : k.reads)
+    if (contiguous_read(r)) widest = std::max(widest, element_size(r.node->dtype));
+  for (int o : k.outputs) widest = std::max(widest, element_size(k.nodes[size_t(o)].node->dtype));
+  return widest == 8 ? 2 : 4;
+}
+
+// A 1-D pointwise kernel with vector loads and stores (kiln_vector: ld.global.v4 and the like)
+// where every contiguous read's first element and every output are aligned to a vector, which the
+// kernel checks (offsets are arguments): then each thread takes `lanes` elements at a time, and
+// the last total % lanes one by one; else the plain loop.
+void emit_vector_pointwise(Emitter& e, int lanes) {
+  const Kernel& k = e.k;
+  const std::string v = std::to_string(lanes);
+  auto vector_type = [&](ScalarType t) { return std::string("kiln_vector<") + storage_type(t) + ", " + v + ">"; };
+  std::string aligned;
+  for (size_t r = 0; r < k.reads.size(); ++r)
+    if (contiguous_read(k.reads[r]))
+      aligned +=
+          "o" + std::to_string(r) + " % " + v + " == 0 && kiln_aligned(in" + std::to_string(r) + ", " + v + ") && ";
+  for (size_t j = 0; j < k.outputs.size(); ++j)
+    aligned += (j ? " && " : "") + std::string("kiln_aligned(out") + std::to_string(j) + ", " + v + ")";
+  e.line("  ", "const idx_t total = " + e.extent(0) + ";");
+  e.line("  ", "const idx_t first = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
+  e.line("  ", "if (!(" + aligned + ")) {");
+  emit_pointwise_loop(e, "    ", "first");
+  e.line("    ", "return;");
   e.line("  ", "}");
+  e.line("  ", "const idx_t vectors = total / " + v + ";");
+  e.line("  ", "for (idx_t q = first; q < vectors; q += (idx_t)blockDim.x * gridDim.x) {");
+  const std::string in = "    ";
+  for (size_t r = 0; r < k.reads.size(); ++r)
+    if (contiguous_read(k.reads[r])) {
+      const std::string n = std::to_string(r);
+      e.line(in, "const " + vector_type(k.reads[r].node->dtype) + " vr" + n + " = *reinterpret_cast<const " +
+                     vector_type(k.reads[r].node->dtype) + "*>(in" + n + " + o" + n + " + q * " + v + ");");
+    }
+  for (size_t j = 0; j < k.outputs.size(); ++j)
+    e.line(in, vector_type(k.nodes[size_t(k.outputs[j])].node->dtype) + " vout" + std::to_string(j) + ";");
+  for (int lane = 0; lane < lanes; ++lane) {
+    const std::string l = std::to_string(lane);
+    Scope s{"l" + l + "_", in, {"(q * " + v + " + " + l + ")"}, nullptr, {}};
+    for (size_t r = 0; r < k.reads.size(); ++r)
+      if (contiguous_read(k.reads[r])) {
+        const std::string name = s.prefix + "r" + std::to_string(r);
+        const ScalarType t = k.reads[r].node->dtype;
+        e.line(in, std::string("const ") + value_type(t) + " " + name + " = " +
+                       load_value(t, "vr" + std::to_string(r) + ".v[" + l + "]") + ";");
+        s.names[~int(r)] = name;
+      }
+    for (size_t j = 0; j < k.outputs.size(); ++j) {
+      const int o = k.outputs[j];
+      e.line(in, "vout" + std::to_string(j) + ".v[" + l +
+                     "] = " + stored_value(k.nodes[size_t(o)].node->dtype, e.value(o, s)) + ";");
+    }
+  }
+  for (size_t j = 0; j < k.outputs.size(); ++j)
+    e.line(in, "*reinterpret_cast<" + vector_type(k.nodes[size_t(k.outputs[j])].node->dtype) + "*>(out" +
+                   std::to_string(j) + " + q * " + v + ") = vout" + std::to_string(j) + ";");
+  e.line("  ", "}");
+  emit_pointwise_loop(e, "  ", "vectors * " + v + " + first");
+}
+
+void emit_pointwise(Emitter& e) {
+  const int lanes = vector_lanes(e.k);
+  if (lanes > 1) return emit_vector_pointwise(e, lanes);
+  std::vector<size_t> dims(e.k.domain.size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = d;
+  e.line("  ", "const idx_t total = " + e.product(dims) + ";");
+  emit_pointwise_loop(e, "  ", "(idx_t)blockIdx.x * blockDim.x + threadIdx.x");
 }
 
 // The reductions of a Reduction kernel: phases (a row kernel's later reductions read earlier ones'
@@ -236,22 +314,7 @@ std::string library_source(const ir::Node& n, const std::string& name);
 bool library_has_init(const ir::Node& n);
 int64_t library_work(const Kernel& k);
 
-// The dtypes CUDA code is generated for so far; the narrower ones (int8 ... int32, uint8, float16,
-// bfloat16) are not yet.
-bool generated_dtype(ScalarType t) { return t == kBool || t == kLong || t == kFloat || t == kDouble; }
-
-bool has_cuda_source(const Kernel& k) {
-  for (const auto& kn : k.nodes)
-    if (!generated_dtype(kn.node->dtype)) return false;
-  for (const auto& r : k.reads)
-    if (!generated_dtype(r.node->dtype)) return false;
-  if (k.kind != Kernel::Kind::Library) return true;
-  const ir::Node& n = *k.library_node;
-  if (!generated_dtype(n.dtype)) return false;
-  for (const auto& in : n.inputs)
-    if (!generated_dtype(in.node->dtype)) return false;
-  return has_library_source(n);
-}
+bool has_cuda_source(const Kernel& k) { return k.kind != Kernel::Kind::Library || has_library_source(*k.library_node); }
 
 bool fits_int32_indices(const Kernel& k) {
   if (k.kind == Kernel::Kind::Library) return false;  // library kernels index in 64 bits

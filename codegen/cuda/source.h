@@ -1,7 +1,7 @@
 // CUDA C for the kernels of a flush (fusion::Kernel, the list every backend receives), one
 // __global__ function per kernel, and what launching it takes. Of the library kernels, gathers,
-// scatters, cat, view writes and arg-reductions have source here (library.cpp); matmul and bmm
-// are cuBLAS calls (has_library_source says which).
+// scatters, cat, view writes, arg-reductions and scans have source here (library.cpp); matmul and
+// bmm are cuBLAS calls, sorts run on the host (has_library_source says which).
 //
 // How a kernel list becomes launches (what a launcher calls, per kernel of fusion::Partition):
 //   1. if !has_cuda_source(k): run it as a library call;

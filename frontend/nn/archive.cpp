@@ -122,7 +122,7 @@ bool InputArchive::try_read(const std::string& key, Tensor& tensor, bool) {
     tensor.copy_(*found);
   } else {
     const bool requires_grad = tensor.defined() && tensor.requires_grad() && found->is_floating_point();
-    tensor = *found;
+    tensor = tensor.defined() ? found->to(tensor.device(), found->dtype()) : *found;  // onto the device it replaces
     if (requires_grad) tensor.requires_grad_(true);
   }
   return true;

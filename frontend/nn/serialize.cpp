@@ -170,7 +170,7 @@ void save_safetensors(const StateDict& tensors, const std::string& path, const S
   for (const auto& item : tensors) {
     KILN_CHECK(item.value().defined(), "save_safetensors: '", path, "': the tensor \"", item.key(), "\" is undefined");
     KILN_CHECK(item.key() != "__metadata__", "save_safetensors: '", path, "': \"__metadata__\" is not a tensor name");
-    items.emplace_back(item.key(), item.value().detach().contiguous());
+    items.emplace_back(item.key(), item.value().detach().cpu().contiguous());  // device values through the host
   }
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     const int ra = dtype_info(a.second.dtype()).rank, rb = dtype_info(b.second.dtype()).rank;

@@ -228,8 +228,9 @@ void Optimizer::load(serialize::InputArchive& archive) {
             KILN_CHECK(stored.sizes() == param.sizes() && stored.is_floating_point(), where, "the tensor \"",
                        tensor_key, "\" (", stored.dtype(), " ", stored.sizes().vec(),
                        ") does not match its parameter (", param.dtype(), " ", param.sizes().vec(), ")");
-            // A copy of the parameter's dtype: two optimizers loaded from one archive share nothing.
-            field = stored.to(param.dtype()).clone();
+            // A copy of the parameter's dtype on its device: two optimizers loaded from one archive
+            // share nothing.
+            field = stored.to(param.device(), param.dtype()).clone();
           });
       serialize::InputArchive tensors;
       if (archive.try_read("state." + key, tensors))

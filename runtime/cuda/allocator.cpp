@@ -261,6 +261,26 @@ class HostMemory : public RawMemory {
   void release(void* memory, size_t) override { std::free(memory); }
 };
 
+// The fake device's memory: its driver table's cuMemAlloc (a test's table, which lives as long as
+// the process, so blocks freed after the fake is turned off still go back to it). The test's
+// driver keeps that memory out of the host's reach between driver calls.
+class FakeDeviceMemory : public RawMemory {
+ public:
+  void* allocate(size_t bytes) override {
+    CUdeviceptr ptr = 0;
+    const CUresult r = fake_->cuMemAlloc(&ptr, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    check(r, "cuMemAlloc");
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(ptr));
+  }
+  void release(void* memory, size_t) override {
+    check(fake_->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(memory))), "cuMemFree");
+  }
+
+ private:
+  const DriverApi* fake_ = &api();
+};
+
 struct Allocators {
   std::mutex mutex;
   std::vector<std::unique_ptr<CachingAllocator>> devices;
@@ -293,7 +313,7 @@ CachingAllocator& device_allocator(int index) {
   Allocators& a = allocators();
   std::lock_guard<std::mutex> lock(a.mutex);
   if (fake_device()) {
-    if (!a.fake) a.fake = std::make_unique<CachingAllocator>(std::make_unique<HostMemory>(), "cuda:0 (fake)");
+    if (!a.fake) a.fake = std::make_unique<CachingAllocator>(std::make_unique<FakeDeviceMemory>(), "cuda:0 (fake)");
     return *a.fake;
   }
   if (a.devices.size() <= size_t(index)) a.devices.resize(size_t(index) + 1);
