@@ -141,13 +141,17 @@ std::vector<ScheduleChoice> candidates(const Kernel& k) {
   const bool reduction = k.kind == Kernel::Kind::Reduction;
   for (int lanes : {native, 2 * native, std::min(4 * native, 32)})
     if (!reduction || k.row_kernel()) with([&](ScheduleParams& p) { p.element_lanes = lanes; });
-  for (int grain : {1 << 12, 1 << 13, 1 << 15, 1 << 16}) with([&](ScheduleParams& p) { p.task_elements = grain; });
+  for (int grain : {1 << 11, 1 << 12, 1 << 13, 1 << 15, 1 << 16, 1 << 17})
+    with([&](ScheduleParams& p) { p.task_elements = grain; });
   for (int serial : {1 << 14, 1 << 18, 1 << 20}) with([&](ScheduleParams& p) { p.serial_below = serial; });
-  if (!reduction && k.domain.size() == 2) with([&](ScheduleParams& p) { p.tile = 16; });
+  if (!reduction && k.domain.size() == 2)  // tiles of a transposing kernel (the hand's: the native vector)
+    for (int tile : {native / 2, std::min(2 * native, 32)}) with([&](ScheduleParams& p) { p.tile = tile; });
   if (reduction) {
     for (int vectors : {1, 4}) with([&](ScheduleParams& p) { p.reduction_vectors = vectors; });
-    if (!k.reduced.back())
+    if (!k.reduced.back()) {
       for (int run : {512, 8192}) with([&](ScheduleParams& p) { p.column_run = run; });
+      for (int vectors : {2, 4, 16}) with([&](ScheduleParams& p) { p.column_vectors = vectors; });
+    }
     for (int chunk : {256, 4096}) with([&](ScheduleParams& p) { p.chunk_steps = chunk; });
   }
   for (const char* name : {"Mullapudi2016", "Adams2019", "Li2018"}) {
