@@ -288,8 +288,9 @@ TEST(TuneChild, Program) {
     EXPECT_FALSE(record->tuned()) << record->text();
     EXPECT_EQ(record->candidates, 0);
     EXPECT_GT(record->failed, 0);
-    if (mode == "compile_limit")  // each abandoned at once: a few seconds for them all
+    if (mode == "compile_limit") {  // each abandoned at once: a few seconds for them all
       EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 20);
+    }
     fs::remove(record_path);
   }
   if (mode == "use") {  // the tuned kernel, from the kernel cache: nothing compiled

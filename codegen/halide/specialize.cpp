@@ -19,7 +19,7 @@ using fusion::Kernel;
 struct Serving {
   std::string general_key;
   KernelFn general = nullptr;                                                      // null until it is found built
-  enum class Decision { Unknown, Pays, DoesNotPay } decision = Decision::Unknown;  // the tuning database's
+  enum class Decision { Unknown, Specialize, Leave } decision = Decision::Unknown;  // the tuning database's
   double general_us = 0;                                                           // its runs at these sizes
   bool submitted = false;  // the specialized kernel was sent to the background compiler
 };
@@ -35,7 +35,9 @@ Serving& serving(const Kernel& k, const std::string& key) {
     s.general_key = general_kernel(k).key();
     if (config().use_tuned)
       if (auto record = tuning_db().find(key, bucket))
-        s.decision = record->schedule == kGeneralSchedule ? Serving::Decision::DoesNotPay : Serving::Decision::Pays;
+        // "hand": the specialized kernel pays. A tuned schedule for it serves from the database
+        // (use_tuned_kernels) with nothing to compile; "general": it does not pay.
+        s.decision = record->schedule == "hand" ? Serving::Decision::Specialize : Serving::Decision::Leave;
   }
   return s;
 }
@@ -70,7 +72,7 @@ KernelFn general_for(const Kernel& k, const std::string& key) {
     }
   }
   if (!s.general) return nullptr;
-  if (s.decision == Serving::Decision::Pays && !s.submitted) specialize(k, key, s, "the tuning database says so");
+  if (s.decision == Serving::Decision::Specialize && !s.submitted) specialize(k, key, s, "the tuning database says so");
   stats_add(&Stats::kernels_served_general, 1);
   return s.general;
 }
