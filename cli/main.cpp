@@ -146,6 +146,12 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   tune_cmd->add_flag("--report", tune.report, "Print the tuning database (after tuning, if asked to tune)");
+  tune_cmd->add_option("--compile-limit", tune.compile_limit, "Seconds a candidate may compile (then it is abandoned)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tune_cmd->add_option("--run-limit", tune.run_limit, "Seconds a candidate's first run may take")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   tune_cmd->add_option("program", tune.program, "-- PROGRAM ARGS: a program to run, record and tune");
 
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");

@@ -108,15 +108,24 @@ int print_report() {
       "| kernel | sizes | schedule | hand (us) | tuned (us) | gain | candidates (rejected, failed) | tuning (s) |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   double log_sum = 0, seconds = 0;
+  size_t general = 0;  // size-specialization decisions (the general kernel serves): not schedules
   for (const TuneRecord& r : records) {
     std::printf("| %s | %s | %s | %.1f | %.1f | %.2fx | %d (%d, %d) | %.1f |\n", r.kernel.c_str(), r.bucket.c_str(),
                 r.schedule.c_str(), r.hand_us, r.tuned_us, gain(r), r.candidates, r.rejected, r.failed, r.seconds);
-    log_sum += std::log(gain(r));
     seconds += r.seconds;
+    if (r.schedule == codegen::halide::kGeneralSchedule)
+      ++general;
+    else
+      log_sum += std::log(gain(r));
   }
-  if (!records.empty())
+  if (records.size() > general)
     std::printf("\ngeometric-mean gain %.3fx over %zu kernels, %.0f s of tuning\n",
-                std::exp(log_sum / double(records.size())), records.size(), seconds);
+                std::exp(log_sum / double(records.size() - general)), records.size() - general, seconds);
+  if (general > 0)
+    std::printf(
+        "%zu kernels at sizes that specialize them are served by their general kernel (schedule %s: "
+        "the specialization does not pay)\n",
+        general, codegen::halide::kGeneralSchedule);
   return 0;
 }
 
@@ -147,23 +156,25 @@ int tune(const TuneOptions& o) {
   std::fprintf(stderr, "tune: %zu kernels, %d to tune, %.0f s budget, %d jobs\n", recorded.size(), todo, o.budget,
                jobs);
 
-  // Pass 2: each kernel not yet in the database tuned before its first launch, the budget shared.
+  // Pass 2: each kernel not yet in the database, rebuilt from the record with random inputs and
+  // tuned here, the budget shared.
   if (todo > 0) {
-    const double per_kernel =
-        std::max(0.1, (o.budget - std::chrono::duration<double>(Clock::now() - start).count()) / todo);
-    if (workloads) {
-      TuneBar bar(todo, o.budget);
-      codegen::halide::set_tune_progress([&](const codegen::halide::TuneProgress& p) { bar.report(p); });
-      codegen::halide::reset_tune_session();
-      config().tune_seconds = per_kernel;
-      config().tune_jobs = jobs;
-      run_workloads(workload_filter(o));
-      config().tune_seconds = 0;
-      codegen::halide::set_tune_progress(nullptr);
-    } else if (const int rc = run_program(o.program, {"KILN_TUNE_SECONDS=" + std::to_string(per_kernel),
-                                                      "KILN_TUNE_JOBS=" + std::to_string(jobs)});
-               rc != 0) {
-      throw Error("tune: " + o.program[0] + " exited with status " + std::to_string(rc) + " while tuning");
+    TuneBar bar(todo, o.budget);
+    int done = 0;
+    for (const RecordedKernel& r : recorded) {
+      if (r.known) continue;
+      const double left = o.budget - std::chrono::duration<double>(Clock::now() - start).count();
+      codegen::halide::TuneOptions options;
+      options.seconds = std::max(0.1, left / (todo - done));
+      options.jobs = jobs;
+      options.compile_limit_s = o.compile_limit;
+      options.run_limit_s = o.run_limit;
+      try {
+        if (auto tuned = codegen::halide::tune_recorded(r, options)) bar.report({*tuned, ++done});
+      } catch (const Error& e) {
+        std::fprintf(stderr, "tune: %s (%s) not tuned: %s\n", r.kernel.c_str(), r.bucket.c_str(), e.what());
+        ++done;
+      }
     }
   }
   std::fprintf(stderr, "tune: done in %.0f s\n", std::chrono::duration<double>(Clock::now() - start).count());

@@ -1,9 +1,9 @@
 // `kiln tune`: finds faster schedules for the kernels of a workload and stores them in the tuning
-// database (codegen/halide/tune.h), where every later run finds them. Two passes: the first runs
-// the workload recording each kernel it launches with its size bucket (KILN_TUNE_RECORD); the
-// second runs it again tuning each recorded kernel not yet in the database before its first
-// launch, the budget shared among them (KILN_TUNE_SECONDS). `kiln bench` workloads run in this
-// process; a program (`kiln tune -- PROGRAM ARGS`) is run twice with those variables set.
+// database (codegen/halide/tune.h), where every later run finds them. The workload runs once,
+// recording each kernel it launches with its sizes (KILN_TUNE_RECORD: the kernel's text, see
+// codegen/halide/kernel_text.h); then each recorded kernel not yet in the database is rebuilt here
+// with random inputs and tuned, the budget shared among them. `kiln bench` workloads run in this
+// process; a program (`kiln tune -- PROGRAM ARGS`) runs once as a child with that variable set.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,6 +17,8 @@ struct TuneOptions {
   double budget = 300;                 // seconds in all
   int jobs = 0;                        // candidates compiling at once; 0: the cores
   bool report = false;                 // print the tuning database
+  double compile_limit = 30;           // seconds a candidate may compile before it is abandoned
+  double run_limit = 2;                // seconds its first run may take
 };
 
 // Returns the process exit status.

@@ -48,11 +48,14 @@ struct Kernel {
   Shape domain;                      // coalesced iteration space (a Reduction's: its input's)
   std::vector<bool> reduced;         // Reduction: which domain dims are reduced
   ir::Node* library_node = nullptr;  // Library: the node to run
+  // false: the general kernel for any sizes, narrow_rows and tiny_inner off whatever the extents
+  // (it serves small sizes while their specialized kernel is not built: codegen/halide/specialize.h).
+  bool specialize_sizes = true;
 
   // A reduction whose innermost reduced dim is shorter than half a vector (pooling windows): it is
   // vectorized across the kept dims instead of along its rows.
   bool narrow_rows() const {
-    return kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8;
+    return specialize_sizes && kind == Kind::Reduction && !reduced.empty() && reduced.back() && domain.back() <= 8;
   }
   // A narrow-rows reduction's window: its reduced dims of at most 8 elements have their extents
   // compiled in, so that the window's loops unroll into registers. 0 for other dims and kernels.
@@ -60,7 +63,7 @@ struct Kernel {
   // A pointwise kernel whose innermost dim is a few elements (a pooling window's width): that
   // extent is compiled in, and the loops run it unrolled inside vectors along the next dim.
   int64_t tiny_inner() const {
-    return kind == Kind::Pointwise && domain.size() >= 2 && domain.back() <= 4 ? domain.back() : 0;
+    return specialize_sizes && kind == Kind::Pointwise && domain.size() >= 2 && domain.back() <= 4 ? domain.back() : 0;
   }
   // Per node, how many reductions in sequence its value depends on: 0 for a value computed from
   // reads alone, and a reducing node's own phase counts itself (1 for the first phase).

@@ -38,6 +38,7 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_TUNE_RECORD")) c.tune_record = v;
   if (const char* v = std::getenv("KILN_TUNE_SECONDS")) c.tune_seconds = std::atof(v);
   if (const char* v = std::getenv("KILN_TUNE_JOBS")) c.tune_jobs = std::atoi(v);
+  if (const char* v = std::getenv("KILN_SPECIALIZE_AFTER_MS")) c.specialize_after_ms = std::atof(v);
   return c;
 }
 }  // namespace

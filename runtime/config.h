@@ -45,6 +45,11 @@ struct Config {
   // first launch, for about this long; KILN_TUNE_JOBS candidates compile at once (0: the cores).
   double tune_seconds = 0;
   int tune_jobs = 0;
+  // KILN_SPECIALIZE_AFTER_MS: a kernel at sizes that would specialize it, served by the general
+  // kernel, has its specialized one compiled in the background once the general one has run this
+  // long at those sizes (about a compile's cost), unless the tuning database decides
+  // (codegen/halide/specialize.h).
+  double specialize_after_ms = 1000;
 };
 Config& config();
 

@@ -97,7 +97,9 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " kernels_unfused=" << s.kernels_unfused << " flushes_unfused=" << s.flushes_unfused
             << " nodes_interpreted=" << s.nodes_interpreted << " allocator_mallocs=" << s.allocator_mallocs
             << " allocator_hits=" << s.allocator_hits << " cuda_host_fallbacks=" << s.cuda_host_fallbacks
-            << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned;
+            << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned
+            << " kernels_served_general=" << s.kernels_served_general
+            << " kernels_specialized=" << s.kernels_specialized;
 }
 
 }  // namespace kiln

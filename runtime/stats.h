@@ -27,6 +27,11 @@ struct Stats {
   int64_t cuda_host_fallbacks = 0;  // CUDA kernels run on the host (no CUDA source yet), copied both ways
   int64_t kernels_tuned_used = 0;   // kernels a flush ran with a tuned schedule (tuning database)
   int64_t kernels_tuned = 0;        // kernels `kiln tune` measured in this process
+  // Launches at sizes that specialize a kernel (pooling windows, rows of 8 or fewer) run by the
+  // general kernel, theirs not built; and specialized kernels sent to be compiled in the background
+  // because they pay (codegen/halide/specialize.h).
+  int64_t kernels_served_general = 0;
+  int64_t kernels_specialized = 0;
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

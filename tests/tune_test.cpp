@@ -2,22 +2,28 @@
 // across processes (each case runs this test binary again as a child, TuneChild.Program, with its
 // own KILN_CACHE_DIR): a process tunes a small kernel with a tiny budget, a later one uses the
 // tuned kernel with the same results, KILN_TUNED=0 and a corrupt database fall back to the hand
-// schedule, and a candidate with a wrong answer is never kept.
+// schedule, a candidate with a wrong answer is never kept, a kernel is tuned from the record of
+// one run, and a candidate over its compile or run time limit is abandoned. Size specialization
+// (specialize.h): a partial batch runs on the general kernels with no compile (SpecializeChild).
 #include "codegen/halide/tune.h"
 
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "codegen/halide/kernel_text.h"
 #include "codegen/halide/schedule_params.h"
 #include "runtime/config.h"
 #include "runtime/stats.h"
 
 namespace fs = std::filesystem;
+using kiln::codegen::halide::RecordedKernel;
 using kiln::codegen::halide::ScheduleChoice;
 using kiln::codegen::halide::TuneRecord;
 
@@ -29,12 +35,14 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-// Runs the child in `mode` with `cache_dir`; returns its exit status (its output goes to a log file).
-int run_child(const std::string& cache_dir, const std::string& mode, const std::string& env = "") {
-  const auto log = fs::temp_directory_path() / ("kiln-tune-child-" + std::to_string(getpid()) + "-" + mode + ".log");
+// Runs the child `test` in `mode` with `cache_dir`; returns its exit status (its output goes to a
+// log file).
+int run_child(const std::string& cache_dir, const std::string& mode, const std::string& env = "",
+              const std::string& test = "TuneChild.Program") {
+  const auto log = fs::temp_directory_path() /
+                   ("kiln-tune-child-" + std::to_string(getpid()) + "-" + mode + test.substr(0, 4) + ".log");
   const std::string cmd = env + " KILN_CACHE_DIR='" + cache_dir + "' KILN_TUNE_CHILD=" + mode + " /proc/" +
-                          std::to_string(getpid()) + "/exe --gtest_filter=TuneChild.Program > '" + log.string() +
-                          "' 2>&1";
+                          std::to_string(getpid()) + "/exe --gtest_filter=" + test + " > '" + log.string() + "' 2>&1";
   return std::system(cmd.c_str());
 }
 
@@ -47,7 +55,115 @@ std::vector<float> program() {
   return std::vector<float>(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
 }
 
+// A training step's values (the loss, the gradients) on a batch of `rows`: linear, ReLU, linear,
+// cross-entropy, backward. Its loss is a mean over the rows: at 8 rows or fewer, a narrow reduction.
+std::vector<float> step(int64_t rows) {
+  torch::manual_seed(7);
+  auto w1 = torch::randn({20, 32}, torch::requires_grad());
+  auto w2 = torch::randn({32, 10}, torch::requires_grad());
+  auto x = torch::randn({rows, 20});
+  auto target = torch::randint(0, 10, {rows});
+  auto loss = torch::cross_entropy(torch::relu(x.matmul(w1)).matmul(w2), target);
+  loss.backward();
+  std::vector<float> out = {loss.item<float>()};
+  for (const auto& t : {w1.grad(), w2.grad()}) {
+    auto c = t.contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  }
+  return out;
+}
+
+// Kernels whose small sizes specialize them: pooling windows, a row sum over rows of 1 to 8, a
+// broadcast add whose inner dim is 1 to 4; the first call runs them at sizes that do not.
+std::vector<float> small_sizes(bool large) {
+  torch::manual_seed(9);
+  std::vector<float> out;
+  auto keep = [&](const torch::Tensor& t) {
+    auto c = t.contiguous();
+    out.insert(out.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  };
+  auto image = torch::randn({2, 3, 20, 20});
+  for (int64_t window : large ? std::vector<int64_t>{9} : std::vector<int64_t>{2, 3}) {
+    keep(torch::max_pool2d(image, {window, window}, {1, 1}));  // stride 1: one structure for all windows
+    keep(torch::avg_pool2d(image, {window, window}, {1, 1}));
+  }
+  for (int64_t row : large ? std::vector<int64_t>{40} : std::vector<int64_t>{1, 3, 5, 8}) {
+    auto x = torch::randn({13, row});
+    keep(x.exp().sum(1));
+    keep(x + torch::randn({row}).unsqueeze(0) * 0 + torch::randn({13, 1}));
+  }
+  for (int64_t inner : large ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 2, 3, 4})
+    keep(torch::randn({7, inner}) * torch::randn({inner}) + 1);
+  return out;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i]) + 1e-5) << i;
+}
+
 }  // namespace
+
+// In a child with an empty cache: a partial batch after full ones runs on the general kernels the
+// full batches compiled, with no compile on the step's path even with KILN_COMPILE=wait; then, with
+// the measured rule made immediate, its specialized kernels compile in the background and serve.
+TEST(SpecializeChild, Program) {
+  const char* mode_env = std::getenv("KILN_SPECIALIZE_CHILD");
+  if (!mode_env) GTEST_SKIP() << "runs as a child of the SizeSpecialization tests";
+  const std::string mode = mode_env;
+  kiln::config().compile_in_background = false;
+  if (mode == "partial") {
+    kiln::config().backend = "interp";
+    const auto want = step(5);
+    kiln::config().backend = "halide";
+    step(64);  // compiles the general kernels
+    kiln::reset_stats();
+    expect_near(step(5), want);
+    auto s = kiln::stats();
+    EXPECT_EQ(s.kernels_compiled, 0);
+    EXPECT_GT(s.kernels_served_general, 0);
+    EXPECT_EQ(s.kernels_specialized, 0);  // the rule waits for a compile's worth of general runs
+    EXPECT_EQ(s.kernels_unfused, 0);
+    // The rule at once: the specialized kernels compile in the background, the general ones serve.
+    kiln::config().specialize_after_ms = 0;
+    kiln::reset_stats();
+    expect_near(step(5), want);
+    s = kiln::stats();
+    EXPECT_GT(s.kernels_specialized, 0);
+    EXPECT_EQ(s.kernels_compiled, 0);  // not on this thread: the queue's
+    int64_t served = 1;
+    for (int i = 0; i < 600 && served > 0; ++i) {  // until they are built (a minute at most)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      kiln::reset_stats();
+      expect_near(step(5), want);
+      served = kiln::stats().kernels_served_general;
+    }
+    EXPECT_EQ(served, 0);
+  }
+  if (mode == "small") {  // the general kernels at small sizes are right
+    kiln::config().backend = "interp";
+    const auto want = small_sizes(false);
+    kiln::config().backend = "halide";
+    small_sizes(true);
+    kiln::reset_stats();
+    expect_near(small_sizes(false), want);
+    // Pooling windows and short rows of every size here (some small sizes change the structure
+    // too, as a row of 1 that needs no reduction: those compile).
+    EXPECT_GE(kiln::stats().kernels_served_general, 8);
+  }
+}
+
+TEST(SizeSpecialization, APartialBatchRunsOnTheGeneralKernelsWithNoCompile) {
+  const std::string dir = fresh_dir("partial");
+  EXPECT_EQ(run_child(dir, "partial", "KILN_SPECIALIZE_CHILD=partial", "SpecializeChild.Program"), 0);
+  fs::remove_all(dir);
+}
+
+TEST(SizeSpecialization, GeneralKernelsAtSmallSizesMatchTheInterpreter) {
+  const std::string dir = fresh_dir("small");
+  EXPECT_EQ(run_child(dir, "small", "KILN_SPECIALIZE_CHILD=small", "SpecializeChild.Program"), 0);
+  fs::remove_all(dir);
+}
 
 TEST(Tune, ScheduleChoicesReadBackFromTheirText) {
   ScheduleChoice params;
@@ -116,8 +232,11 @@ TEST(TuneChild, Program) {
       if (mode == "wrong") outputs[0]->as<float>()[0] += 1;
     });
   }
+  const std::string record_path = fs::temp_directory_path() / ("kiln-tune-record-" + std::to_string(getpid()));
+  if (mode == "record" || mode == "compile_limit" || mode == "run_limit") kiln::config().tune_record = record_path;
   kiln::reset_stats();
   const auto values = program();
+  kiln::config().tune_record.clear();
   const auto s = kiln::stats();
   ASSERT_EQ(values.size(), reference.size());
   for (size_t i = 0; i < values.size(); ++i) ASSERT_NEAR(values[i], reference[i], 1e-5 * std::abs(reference[i]) + 1e-6);
@@ -133,6 +252,46 @@ TEST(TuneChild, Program) {
     EXPECT_FALSE(tuned[0].tuned()) << tuned[0].text();
     EXPECT_GT(tuned[0].rejected, 0);
     EXPECT_EQ(tuned[0].rejected, tuned[0].candidates);
+  }
+  if (mode == "record") {  // tuned afterwards from the record of that run, as `kiln tune -- PROGRAM` does
+    ASSERT_TRUE(tuned.empty());
+    const std::vector<RecordedKernel> recorded = kiln::codegen::halide::read_tune_record(record_path);
+    ASSERT_EQ(recorded.size(), 1u);
+    EXPECT_FALSE(recorded[0].known);
+    EXPECT_EQ(recorded[0].kernel.rfind("pointwise 28800", 0), 0u) << recorded[0].kernel;
+    const auto rebuilt = kiln::codegen::halide::rebuild_kernel(recorded[0].text);
+    EXPECT_EQ(kiln::codegen::halide::kernel_text(rebuilt.kernel), recorded[0].text);
+    kiln::codegen::halide::TuneOptions options;
+    options.seconds = 0.5;
+    options.jobs = 2;
+    options.margin = 100;  // any candidate not 100x slower is kept
+    options.below_us = 0;
+    const auto record = kiln::codegen::halide::tune_recorded(recorded[0], options);
+    ASSERT_TRUE(record);
+    EXPECT_TRUE(record->tuned()) << record->text();
+    EXPECT_FALSE(kiln::codegen::halide::tune_recorded(recorded[0], options));  // now in the database
+    fs::remove(record_path);
+  }
+  if (mode == "compile_limit" || mode == "run_limit") {  // every candidate abandoned, its process killed
+    const std::vector<RecordedKernel> recorded = kiln::codegen::halide::read_tune_record(record_path);
+    ASSERT_EQ(recorded.size(), 1u);
+    kiln::codegen::halide::TuneOptions options;
+    options.seconds = 1;
+    options.jobs = 2;
+    options.margin = 100;
+    options.below_us = 0;
+    if (mode == "compile_limit") options.compile_limit_s = 0.01;
+    if (mode == "run_limit") options.run_limit_s = 1e-6;
+    const auto started = std::chrono::steady_clock::now();
+    const auto record = kiln::codegen::halide::tune_recorded(recorded[0], options);
+    ASSERT_TRUE(record);
+    EXPECT_FALSE(record->tuned()) << record->text();
+    EXPECT_EQ(record->candidates, 0);
+    EXPECT_GT(record->failed, 0);
+    if (mode == "compile_limit") {  // each abandoned at once: a few seconds for them all
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 20);
+    }
+    fs::remove(record_path);
   }
   if (mode == "use") {  // the tuned kernel, from the kernel cache: nothing compiled
     EXPECT_EQ(s.kernels_tuned_used, 1);
@@ -158,6 +317,21 @@ TEST(Tune, ALaterProcessUsesTheTunedKernel) {
   EXPECT_EQ(damaged, 1);
   EXPECT_EQ(run_child(dir, "hand"), 0);
   fs::remove_all(dir);
+}
+
+TEST(Tune, AKernelRecordedInOneRunIsTunedFromItsRecord) {
+  const std::string dir = fresh_dir("record");
+  ASSERT_EQ(run_child(dir, "record"), 0);
+  EXPECT_EQ(run_child(dir, "use"), 0);
+  fs::remove_all(dir);
+}
+
+TEST(Tune, ACandidateOverItsCompileOrRunTimeLimitIsAbandoned) {
+  const std::string dir = fresh_dir("limits");
+  EXPECT_EQ(run_child(dir, "compile_limit"), 0);
+  EXPECT_EQ(run_child(dir + "-run", "run_limit"), 0);
+  fs::remove_all(dir);
+  fs::remove_all(dir + "-run");
 }
 
 TEST(Tune, ACandidateWithAWrongAnswerIsRejected) {

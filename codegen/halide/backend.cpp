@@ -11,6 +11,7 @@
 #include "codegen/halide/compile_queue.h"
 #include "codegen/halide/kernel_cache.h"
 #include "codegen/halide/launcher.h"
+#include "codegen/halide/specialize.h"
 #include "codegen/halide/tune.h"
 #include "codegen/unfused.h"
 #include "runtime/config.h"
@@ -29,13 +30,23 @@ class HalideBackend final : public Backend {
   const char* name() const override { return "halide"; }
 
   void run(const fusion::Partition& partition) override {
-    std::vector<KernelFn> fns = prepare(partition);
+    std::vector<bool> general(partition.kernels.size(), false);
+    std::vector<KernelFn> fns = prepare(partition, general);
     halide::use_tuned_kernels(partition, fns);
     bool unfused = false;
     for (size_t i = 0; i < partition.kernels.size(); ++i) {
-      if (halide::tuning()) halide::tune_before_launch(partition.kernels[i], partition.keys[i], fns[i]);
-      unfused |= !fns[i] && partition.kernels[i].kind != Kernel::Kind::Library;
-      run(partition.kernels[i], fns[i]);
+      const Kernel& k = partition.kernels[i];
+      if (halide::tuning()) halide::tune_before_launch(k, partition.keys[i], fns[i]);
+      unfused |= !fns[i] && k.kind != Kernel::Kind::Library;
+      if (general[i]) {  // the general kernel at sizes that specialize it: timed for the rule
+        const auto start = std::chrono::steady_clock::now();
+        run(k, fns[i]);
+        halide::general_ran(
+            k, partition.keys[i],
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+      } else {
+        run(k, fns[i]);
+      }
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     if (unfused) stats_add(&Stats::flushes_unfused, 1);
@@ -73,7 +84,8 @@ class HalideBackend final : public Backend {
   // not yet in memory: a first step compiles some thirty kernels, each mostly on one thread (Halide
   // and LLVM, then the linker), and Halide compiles distinct pipelines concurrently. As many
   // threads as kernels run on (set_num_threads). Each key is looked up once per flush.
-  std::vector<KernelFn> prepare(const fusion::Partition& partition) {
+  // `general` marks the kernels served by their general kernel (halide/specialize.h).
+  std::vector<KernelFn> prepare(const fusion::Partition& partition, std::vector<bool>& general) {
     halide::KernelCache& cache = halide::kernel_cache();
     const std::vector<Kernel>& kernels = partition.kernels;
     std::vector<KernelFn> fns(kernels.size(), nullptr);
@@ -81,7 +93,7 @@ class HalideBackend final : public Backend {
     std::vector<std::pair<const Kernel*, const std::string*>> missing;
     std::vector<std::pair<size_t, size_t>> waiting;  // (kernel, its entry in missing)
     const bool background = config().compile_in_background;
-    if (background) halide::compile_queue().take_built();
+    halide::compile_queue().take_built();  // specialized kernels compile in the background in either mode
     for (size_t i = 0; i < kernels.size(); ++i) {
       const Kernel& k = kernels[i];
       if (k.kind == Kernel::Kind::Library || !fits_int32(k)) continue;
@@ -91,7 +103,14 @@ class HalideBackend final : public Backend {
         fns[i] = *fn;
         continue;
       }
-      if (background && !cache.on_disk(key)) {
+      const bool specialized = halide::size_specialized(k);
+      const bool on_disk = (background || specialized) && cache.on_disk(key);
+      if (specialized && !on_disk)
+        if ((fns[i] = halide::general_for(k, key))) {
+          general[i] = true;
+          continue;
+        }
+      if (background && !on_disk) {
         if (halide::compile_queue().submit(k, key)) continue;  // unfused (null) until built
         fns[i] = *cache.in_memory(key);
         continue;

@@ -53,9 +53,11 @@ int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int
   return loop.result.load();
 }
 
-std::string symbol_name(const std::string& key) { return "kiln_" + std::to_string(fnv1a64(key.data(), key.size())); }
-
 }  // namespace
+
+std::string KernelCache::symbol_name(const std::string& key) {
+  return "kiln_" + std::to_string(fnv1a64(key.data(), key.size()));
+}
 
 KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& key, const std::string& schedule) {
   try {
@@ -106,14 +108,34 @@ void KernelCache::compile(const Kernel& k, const std::string& schedule, const st
   link(object, shared);
 }
 
+KernelFn KernelCache::build_candidate_at(const Kernel& k, const std::string& key, const std::string& schedule,
+                                         const std::string& path) {
+  compile(k, schedule, symbol_name(key), path);
+  ensure_runtime();
+  KernelFn fn = open(path, symbol_name(key));
+  KILN_CHECK(fn, "halide: could not load the candidate kernel just built at ", path, ": ", dlerror());
+  return fn;
+}
+
 KernelCache::Candidate KernelCache::build_candidate(const Kernel& k, const std::string& key,
-                                                    const std::string& schedule) {
+                                                    const std::string& schedule, double compile_limit_s,
+                                                    double run_limit_s) {
+  if (const std::string helper = candidate_helper(); !helper.empty())
+    return build_candidate_in_child(helper, k, key, schedule, compile_limit_s, run_limit_s);
   Candidate c;
   c.path = cache().temp_path(".so");
-  compile(k, schedule, symbol_name(key), c.path);
-  ensure_runtime();
-  c.fn = open(c.path, symbol_name(key));
-  KILN_CHECK(c.fn, "halide: could not load the candidate kernel just built at ", c.path, ": ", dlerror());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    c.fn = build_candidate_at(k, key, schedule, c.path);
+  } catch (const Error&) {
+    std::filesystem::remove(c.path);
+    throw;
+  }
+  c.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.compile_s > compile_limit_s) {
+    std::filesystem::remove(c.path);
+    throw Error(detail::concat("compiling took ", c.compile_s, " s, over the limit of ", compile_limit_s, " s"));
+  }
   return c;
 }
 

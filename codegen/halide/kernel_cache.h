@@ -29,12 +29,22 @@ class KernelCache {
   KernelFn load_or_build_or_null(const fusion::Kernel& k, const std::string& key, const std::string& schedule = "");
 
   // A tuning candidate: `k` built with `schedule` into a temporary file (`path`), not the cache,
-  // and loaded; its symbol is the one `key` names, so that store_candidate can keep it. Throws kiln::Error.
+  // and loaded; its symbol is the one `key` names, so that store_candidate can keep it. Throws
+  // kiln::Error. It compiles in a child process (tools/compile_candidate.cpp) that also runs it
+  // once on random inputs of k's sizes, killed when compiling takes over `compile_limit_s` or that
+  // run over `run_limit_s`: a compile cannot be interrupted in this process, and a thread left
+  // behind would keep a core busy and the kernel's nodes alive. Without the helper program (an
+  // installation lacking it) it compiles here and only a compile over the limit is refused.
   struct Candidate {
     KernelFn fn = nullptr;
     std::string path;
+    double compile_s = 0, first_run_us = 0;  // as the child measured them (first_run_us 0: not run)
   };
-  Candidate build_candidate(const fusion::Kernel& k, const std::string& key, const std::string& schedule);
+  Candidate build_candidate(const fusion::Kernel& k, const std::string& key, const std::string& schedule,
+                            double compile_limit_s, double run_limit_s);
+  // The child's side: builds `k` with `schedule` into `path` (symbol as `key` names) and loads it.
+  KernelFn build_candidate_at(const fusion::Kernel& k, const std::string& key, const std::string& schedule,
+                              const std::string& path);
   // Moves a candidate's file into the disk cache as the entry for `key`.
   void store_candidate(const std::string& key, const Candidate& c) { cache().store(key, ".so", c.path); }
 
@@ -44,6 +54,10 @@ class KernelCache {
   void ensure_runtime_or_log();
 
  private:
+  static std::string candidate_helper();  // the child's program, "" when there is none
+  static std::string symbol_name(const std::string& key);
+  Candidate build_candidate_in_child(const std::string& helper, const fusion::Kernel& k, const std::string& key,
+                                     const std::string& schedule, double compile_limit_s, double run_limit_s);
   KernelFn load_or_build(const fusion::Kernel& k, const std::string& key, const std::string& schedule);
   void compile(const fusion::Kernel& k, const std::string& schedule, const std::string& name,
                const std::string& shared);

@@ -224,11 +224,12 @@ Expr sum_column_blocks_in_parallel(const Lowering& L, ReductionFuncs& f, int vec
   blocks.reorder(loops).fuse(xo, bo, tile).vectorize(xi, vec, TailStrategy::GuardWithIf);
   blocks.specialize(product(L.extents) >= serial_below()).parallel(tile);
   A.acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(vars[0], A.column_blocks.x);
-  return block_count * vec * 8;
+  return block_count * vec * schedule_params().column_vectors;
 }
 
-// Column sums: eight vectors of columns at a time, in rows, so that each row is read in runs of 8
-// vectors rather than one (one vector at a time ran at ~20 GB/s, striding down the rows). Returns
+// Column sums: eight vectors of columns at a time (ScheduleParams::column_vectors), in rows, so that
+// each row is read in runs of 8 vectors rather than one (one vector at a time ran at ~20 GB/s,
+// striding down the rows). Returns
 // the elements out's loop adds per iteration where that is not a row of kept dims (undefined if
 // it is).
 Expr schedule_columns_in_vectors(const Lowering& L, ReductionFuncs& f) {
@@ -253,7 +254,7 @@ Expr schedule_columns_in_vectors(const Lowering& L, ReductionFuncs& f) {
     acc.update().vectorize(vars[0], vec, TailStrategy::GuardWithIf).reorder(order);
   }
   Var block("block");
-  f.out.split(vars[0], vars[0], block, vec * 8, TailStrategy::GuardWithIf)
+  f.out.split(vars[0], vars[0], block, vec * schedule_params().column_vectors, TailStrategy::GuardWithIf)
       .vectorize(block, vec, TailStrategy::GuardWithIf);
   return combine_per_iteration;
 }
@@ -269,7 +270,7 @@ void schedule_kept_dims_in_parallel(const Lowering& L, ReductionFuncs& f, const 
   // An iteration of the outermost kept loop reduces its rows; when that loop is the columns'
   // (split into blocks above), a block's.
   Expr per_iteration = product(L.extents) / L.extents[kept_dims.front()];
-  if (vars.size() == 1 && !k.reduced.back()) per_iteration *= vec * 8;
+  if (vars.size() == 1 && !k.reduced.back()) per_iteration *= vec * schedule_params().column_vectors;
   if (combine_per_iteration.defined()) per_iteration = combine_per_iteration;
   parallel_tasks(f.out.specialize(product(L.extents) >= serial_below()), vars.back(), per_iteration);
 }

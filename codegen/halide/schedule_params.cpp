@@ -16,7 +16,7 @@ std::vector<std::pair<const char*, int ScheduleParams::*>> fields() {
   return {{"lanes", &ScheduleParams::element_lanes}, {"grain", &ScheduleParams::task_elements},
           {"serial", &ScheduleParams::serial_below}, {"tile", &ScheduleParams::tile},
           {"run", &ScheduleParams::column_run},      {"rvec", &ScheduleParams::reduction_vectors},
-          {"chunk", &ScheduleParams::chunk_steps}};
+          {"chunk", &ScheduleParams::chunk_steps},   {"cvec", &ScheduleParams::column_vectors}};
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ struct ScheduleParams {
   int column_run = 2048;        // columns read in runs of this many (column sums in blocks)
   int reduction_vectors = 2;    // native vectors a row reduction's lanes take a step
   int chunk_steps = 1024;       // steps per parallel chunk of a whole-tensor reduction
+  int column_vectors = 8;       // native vectors of columns a column sum adds at a time, per row
 
   bool operator==(const ScheduleParams& o) const;
   // Takes each value of `o` that is not the hand one where this still has the hand one; returns

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,9 @@
 
 #include "codegen/halide/compiler.h"
 #include "codegen/halide/kernel_cache.h"
+#include "codegen/halide/kernel_text.h"
 #include "codegen/halide/schedule_params.h"
+#include "codegen/halide/specialize.h"
 #include "runtime/config.h"
 #include "runtime/dtype.h"
 #include "runtime/log.h"
@@ -138,13 +141,17 @@ std::vector<ScheduleChoice> candidates(const Kernel& k) {
   const bool reduction = k.kind == Kernel::Kind::Reduction;
   for (int lanes : {native, 2 * native, std::min(4 * native, 32)})
     if (!reduction || k.row_kernel()) with([&](ScheduleParams& p) { p.element_lanes = lanes; });
-  for (int grain : {1 << 12, 1 << 13, 1 << 15, 1 << 16}) with([&](ScheduleParams& p) { p.task_elements = grain; });
+  for (int grain : {1 << 11, 1 << 12, 1 << 13, 1 << 15, 1 << 16, 1 << 17})
+    with([&](ScheduleParams& p) { p.task_elements = grain; });
   for (int serial : {1 << 14, 1 << 18, 1 << 20}) with([&](ScheduleParams& p) { p.serial_below = serial; });
-  if (!reduction && k.domain.size() == 2) with([&](ScheduleParams& p) { p.tile = 16; });
+  if (!reduction && k.domain.size() == 2)  // tiles of a transposing kernel (the hand's: the native vector)
+    for (int tile : {native / 2, std::min(2 * native, 32)}) with([&](ScheduleParams& p) { p.tile = tile; });
   if (reduction) {
     for (int vectors : {1, 4}) with([&](ScheduleParams& p) { p.reduction_vectors = vectors; });
-    if (!k.reduced.back())
+    if (!k.reduced.back()) {
       for (int run : {512, 8192}) with([&](ScheduleParams& p) { p.column_run = run; });
+      for (int vectors : {2, 4, 16}) with([&](ScheduleParams& p) { p.column_vectors = vectors; });
+    }
     for (int chunk : {256, 4096}) with([&](ScheduleParams& p) { p.chunk_steps = chunk; });
   }
   for (const char* name : {"Mullapudi2016", "Adams2019", "Li2018"}) {
@@ -166,34 +173,39 @@ std::vector<ScheduleChoice> candidates(const Kernel& k) {
 
 struct Built {
   ScheduleChoice choice;
+  bool general = false;  // the general kernel of a size-specialized one (specialize.h), its own key
   std::string key;
   KernelCache::Candidate candidate;
   bool ok = false;
   std::string error;
   double compile_s = 0;
   double us = 0;  // its median alone
+
+  std::string name() const { return general ? kGeneralSchedule : choice.text(); }
 };
 
-// Compiles the candidates, `jobs` at once, starting none after `stop_starting`; a compile over
-// `limit_s` counts as failed (it runs to its end: the kernel it reads belongs to the flush).
+// Compiles the candidates, `jobs` at once, starting none after `stop_starting`; one whose compile
+// or first run exceeds its limit (KernelCache::build_candidate) counts as failed.
 void compile_all(const Kernel& k, std::vector<Built>& built, int jobs, Clock::time_point stop_starting,
-                 double limit_s) {
+                 const TuneOptions& options) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; Clock::now() < stop_starting && (i = next.fetch_add(1)) < built.size();) {
       Built& b = built[i];
       const auto start = Clock::now();
       try {
-        b.candidate = kernel_cache().build_candidate(k, b.key, b.choice.text());
+        if (b.general) {  // the kernel full batches run: into the kernel cache, as they would
+          b.candidate.fn = kernel_cache().load_or_build_or_null(general_kernel(k), b.key);
+          KILN_CHECK(b.candidate.fn, "the general kernel did not build");
+        } else {
+          b.candidate =
+              kernel_cache().build_candidate(k, b.key, b.choice.text(), options.compile_limit_s, options.run_limit_s);
+        }
         b.ok = true;
       } catch (const Error& e) {
         b.error = e.what();
       }
       b.compile_s = seconds_since(start);
-      if (b.ok && b.compile_s > limit_s) {
-        b.ok = false;
-        b.error = "compiling took " + std::to_string(b.compile_s) + " s";
-      }
     }
   };
   std::vector<std::thread> workers;
@@ -236,6 +248,9 @@ void print_progress(const TuneProgress& p) {
 
 TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, const TuneOptions& options) {
   const auto start = Clock::now();
+  // At sizes that specialize it, the flush may have given the general kernel (specialize.h).
+  if (size_specialized(k)) hand = kernel_cache().load_or_build_or_null(k, key);
+  KILN_CHECK(hand, "tune: the hand-scheduled kernel did not build");
   TuneRecord record;
   record.key = key;
   record.bucket = size_bucket(k);
@@ -246,19 +261,32 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   const double hand_us = median_us(k, hand, 5);
   record.hand_us = record.tuned_us = hand_us;
   if (hand_us < options.below_us) {  // a launch's own cost: no schedule would show
+    if (size_specialized(k)) {       // nor would the specialization: the general kernel serves
+      record.schedule = kGeneralSchedule;
+      if (KernelFn general = kernel_cache().load_or_build_or_null(general_kernel(k), general_kernel(k).key()))
+        record.tuned_us = median_us(k, general, 5);
+    }
     record.seconds = seconds_since(start);
     tuning_db().store(record);
     stats_add(&Stats::kernels_tuned, 1);
     return record;
   }
   std::vector<Built> built;
+  // A size-specialized kernel is measured against its general kernel too: kGeneralSchedule is
+  // stored unless the specialization is faster by the margin.
+  if (size_specialized(k)) {
+    Built general;
+    general.general = true;
+    general.key = general_kernel(k).key();
+    built.push_back(std::move(general));
+  }
   for (const ScheduleChoice& c : candidates(k))
-    built.push_back({c, tuned_kernel_key(key, record.bucket, c.text()), {}, false, "", 0, 0});
+    built.push_back({c, false, tuned_kernel_key(key, record.bucket, c.text()), {}, false, "", 0, 0});
   // Half the budget compiles; the rest checks and times, first alone, then the best interleaved.
   const double budget = std::max(options.seconds, 0.05);
   compile_all(k, built, std::max(1, options.jobs),
               start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.5)),
-              std::max(budget, 20.0));
+              options);
   // Each compiled candidate gets runs worth a share of a quarter of the budget (3 to 50).
   size_t compiled = 0;
   for (const Built& b : built) compiled += b.ok;
@@ -269,7 +297,7 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   auto check_and_time = [&](Built& b) {
     if (!b.ok) {
       record.failed += b.error.empty() ? 0 : 1;  // no error: never started (out of time)
-      if (!b.error.empty()) log().debug("tune: {} failed for {}: {}", b.choice.text(), record.kernel, b.error);
+      if (!b.error.empty()) log().debug("tune: {} failed for {}: {}", b.name(), record.kernel, b.error);
       return;
     }
     ++record.candidates;
@@ -279,16 +307,16 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
       std::string why;
       if (!same_outputs(k, reference, outputs, why)) {
         ++record.rejected;
-        log().warn("tune: rejected {} for {}: {}", b.choice.text(), record.kernel, why);
+        log().warn("tune: rejected {} for {}: {}", b.name(), record.kernel, why);
         return;
       }
       run_detached(k, b.candidate.fn);  // warm
       b.us = median_us(k, b.candidate.fn, runs);
-      log().debug("tune: {} {:.1f} us (hand {:.1f}) for {}", b.choice.text(), b.us, hand_us, record.kernel);
+      log().debug("tune: {} {:.1f} us (hand {:.1f}) for {}", b.name(), b.us, hand_us, record.kernel);
       passed.push_back(&b);
     } catch (const Error& e) {
       ++record.failed;
-      log().warn("tune: {} failed to run for {}: {}", b.choice.text(), record.kernel, e.what());
+      log().warn("tune: {} failed to run for {}: {}", b.name(), record.kernel, e.what());
     }
   };
   for (Built& b : built) check_and_time(b);
@@ -297,18 +325,24 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   ScheduleParams together;
   int merged = 0;
   for (const Built* b : passed)
-    if (b->choice.kind == ScheduleChoice::Kind::Params && b->us < hand_us && together.merge(b->choice.params)) ++merged;
+    if (!b->general && b->choice.kind == ScheduleChoice::Kind::Params && b->us < hand_us &&
+        together.merge(b->choice.params))
+      ++merged;
   std::vector<Built> second(merged >= 2 && seconds_since(start) < budget * 0.6 ? 1 : 0);
   if (!second.empty()) {
     second[0].choice.params = together;
     second[0].choice.params.serial_below = std::max(together.serial_below, together.task_elements);
     second[0].key = tuned_kernel_key(key, record.bucket, second[0].choice.text());
-    compile_all(k, second, 1, Clock::now() + std::chrono::seconds(1), std::max(budget, 20.0));
+    compile_all(k, second, 1, Clock::now() + std::chrono::seconds(1), options);
     check_and_time(second[0]);
   }
   std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
+  const auto general = std::find_if(passed.begin(), passed.end(), [](const Built* b) { return b->general; });
+  Built* general_built = general == passed.end() ? nullptr : *general;
+  if (general_built) passed.erase(general);
   if (passed.size() > kFinalists) passed.resize(kFinalists);
   while (!passed.empty() && passed.back()->us >= hand_us * std::max(options.margin, 1.0)) passed.pop_back();
+  if (general_built) passed.push_back(general_built);  // a finalist however it did alone
 
   // The finalists and the hand schedule in turns, rounds of a few runs each, until the budget is
   // spent (5 to 30 rounds); each finalist's figure is its median ratio to the hand schedule.
@@ -327,14 +361,26 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
       std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
       return v[v.size() / 2];
     };
-    size_t best = 0;
-    for (size_t f = 1; f < passed.size(); ++f)
-      if (median(ratios[f]) < median(ratios[best])) best = f;
+    size_t best = passed.size();
+    for (size_t f = 0; f < passed.size(); ++f)
+      if (!passed[f]->general && (best == passed.size() || median(ratios[f]) < median(ratios[best]))) best = f;
     record.hand_us = median(hand_times);
     record.tuned_us = record.hand_us;
     // Faster by the margin both round by round (the median ratio) and overall (the median times):
     // on a busy machine the two can disagree, and then the hand schedule stays.
-    if (median(ratios[best]) <= options.margin && median(times[best]) <= record.hand_us * options.margin) {
+    const bool faster = best < passed.size() && median(ratios[best]) <= options.margin &&
+                        median(times[best]) <= record.hand_us * options.margin;
+    // The general kernel serves unless the specialized one (the hand schedule or the best
+    // candidate found for it) is faster than it by the margin.
+    if (general_built) {
+      const size_t g = passed.size() - 1;
+      const double special = faster ? std::min(median(ratios[best]), 1.0) : 1.0;
+      if (special > median(ratios[g]) * options.margin) {
+        record.schedule = kGeneralSchedule;
+        record.tuned_us = median(times[g]);
+      }
+    }
+    if (faster && record.schedule != kGeneralSchedule) {
       record.schedule = passed[best]->choice.text();
       record.tuned_us = median(times[best]);
       kernel_cache().store_candidate(passed[best]->key, passed[best]->candidate);
@@ -344,7 +390,7 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   }
   for (const auto* list : {&built, &second})
     for (const Built& b : *list)
-      if (!b.candidate.path.empty() && b.choice.text() != record.schedule) {
+      if (!b.candidate.path.empty() && b.name() != record.schedule) {
         std::error_code ec;
         std::filesystem::remove(b.candidate.path, ec);
       }
@@ -371,7 +417,8 @@ void use_tuned_kernels(const fusion::Partition& partition, std::vector<KernelFn>
       if (found) {
         fn = found->fn;
       } else {  // first time in this process: the database says
-        if (auto record = tuning_db().find(key, bucket); record && record->tuned())
+        if (auto record = tuning_db().find(key, bucket);
+            record && record->tuned() && record->schedule != kGeneralSchedule)
           fn = kernel_cache().load_or_build_or_null(k, tuned_kernel_key(key, bucket, record->schedule),
                                                     record->schedule);
         remember_tuned(key, bucket, fn);
@@ -387,7 +434,7 @@ void use_tuned_kernels(const fusion::Partition& partition, std::vector<KernelFn>
 bool tuning() { return !config().tune_record.empty() || config().tune_seconds > 0; }
 
 void tune_before_launch(const Kernel& k, const std::string& key, KernelFn hand) {
-  if (!hand || k.kind == Kernel::Kind::Library) return;
+  if (k.kind == Kernel::Kind::Library || numel_of(k.domain) > INT32_MAX) return;  // Halide indexes with int32
   const std::string bucket = size_bucket(k);
   TuneOptions options;
   {
@@ -400,9 +447,11 @@ void tune_before_launch(const Kernel& k, const std::string& key, KernelFn hand) 
   const bool known = tuning_db().find(key, bucket).has_value();
   if (const std::string& path = config().tune_record; !path.empty()) {
     std::ofstream out(path, std::ios::app);
-    out << bucket << " " << known << " " << describe(k) << "\n";
+    out << "kernel " << bucket << " " << known << " " << describe(k) << "\n" << kernel_text(k) << "end\n";
   }
   if (config().tune_seconds <= 0 || known) return;
+  if (!hand) hand = kernel_cache().load_or_build_or_null(k, key);  // compiling in the background
+  if (!hand) return;
   options.seconds = config().tune_seconds;
   options.jobs = config().tune_jobs > 0 ? config().tune_jobs : int(std::max(1u, std::thread::hardware_concurrency()));
   try {
@@ -435,16 +484,36 @@ void set_tune_testing(double margin, std::function<void(std::vector<BufferPtr>&)
 std::vector<RecordedKernel> read_tune_record(const std::string& path) {
   std::vector<RecordedKernel> out;
   std::ifstream in(path);
+  RecordedKernel* open = nullptr;  // the entry whose text is being read
   for (std::string line; std::getline(in, line);) {
+    if (open) {
+      if (line == "end")
+        open = nullptr;
+      else
+        open->text += line + "\n";
+      continue;
+    }
     std::istringstream is(line);
+    std::string word;
     RecordedKernel r;
     int known = 0;
-    if (!(is >> r.bucket >> known)) continue;
+    if (!(is >> word >> r.bucket >> known) || word != "kernel") continue;
     r.known = known != 0;
     std::getline(is >> std::ws, r.kernel);
     out.push_back(r);
+    open = &out.back();
   }
   return out;
+}
+
+std::optional<TuneRecord> tune_recorded(const RecordedKernel& r, const TuneOptions& options) {
+  RebuiltKernel rebuilt = rebuild_kernel(r.text);
+  const Kernel& k = rebuilt.kernel;
+  const std::string key = k.key();
+  if (tuning_db().find(key, size_bucket(k))) return std::nullopt;
+  KernelFn hand = kernel_cache().load_or_build_or_null(k, key);
+  KILN_CHECK(hand, "tune: the hand-scheduled kernel did not build: ", r.kernel);
+  return tune_kernel(k, key, hand, options);
 }
 
 }  // namespace kiln::codegen::halide

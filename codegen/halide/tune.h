@@ -10,6 +10,7 @@
 // KILN_TUNED=0 turns it off); a miss runs the hand schedule.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct TuneOptions {
   double margin = 0.97;
   // A kernel whose hand schedule takes less (microseconds) is left as it is: its time is the launch's.
   double below_us = 2;
+  // A candidate whose compile, or whose first run, takes longer is abandoned (its child process
+  // killed: KernelCache::build_candidate).
+  double compile_limit_s = 30;
+  double run_limit_s = 2;
   // Tests: called on each candidate's output buffers after it ran, before they are checked.
   std::function<void(std::vector<BufferPtr>&)> after_candidate_run;
 };
@@ -57,12 +62,18 @@ void reset_tune_session();
 // Tests: the margin and hook tune_before_launch tunes with (TuneOptions), every kernel however short.
 void set_tune_testing(double margin, std::function<void(std::vector<BufferPtr>&)> after_candidate_run);
 
-// One line of a KILN_TUNE_RECORD file: "<bucket> <known> <kernel>", known 1 when the database
-// already has the kernel (then `kiln tune` has nothing to do for it).
+// One entry of a KILN_TUNE_RECORD file: a line "kernel <bucket> <known> <description>", known 1
+// when the database already has the kernel (then `kiln tune` has nothing to do for it), then the
+// kernel's text (kernel_text.h) and a line "end".
 struct RecordedKernel {
   std::string bucket, kernel;
   bool known = false;
+  std::string text;
 };
 std::vector<RecordedKernel> read_tune_record(const std::string& path);
+// Tunes a recorded kernel in this process, rebuilt from its text with random inputs (a program
+// runs once to record its kernels; `kiln tune` tunes them afterwards), and stores the result; nullopt
+// when the database has it already. Throws kiln::Error on a text it cannot rebuild.
+std::optional<TuneRecord> tune_recorded(const RecordedKernel& r, const TuneOptions& options);
 
 }  // namespace kiln::codegen::halide

@@ -20,10 +20,15 @@ std::string size_bucket(const fusion::Kernel& k);
 // The kernel cache key of `key` tuned with `schedule` for `bucket`: it says it is tuned.
 std::string tuned_kernel_key(const std::string& key, const std::string& bucket, const std::string& schedule);
 
+// The schedule of a size-specialized kernel (specialize.h) whose specialization does not pay: the
+// general kernel serves its sizes.
+inline constexpr const char* kGeneralSchedule = "general";
+
 struct TuneRecord {
   std::string key;       // the kernel cache key of the hand-scheduled kernel
   std::string bucket;    // size_bucket
-  std::string schedule;  // ScheduleChoice::text(); "hand" when no candidate beat the hand schedule
+  std::string schedule;  // ScheduleChoice::text(); "hand" when no candidate beat the hand schedule;
+                         // kGeneralSchedule
   std::string kernel;    // what it is, for reports: its kind and sizes
   double hand_us = 0;    // the hand schedule's time, interleaved with the tuned one's
   double tuned_us = 0;   // the chosen schedule's (hand_us when it is the hand one)
