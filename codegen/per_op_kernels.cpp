@@ -5,14 +5,17 @@
 #include <vector>
 
 #include "codegen/backend.h"
+#include "codegen/per_op_loops.h"
 #include "codegen/strided_walk.h"
 #include "runtime/config.h"
 #include "runtime/parallel.h"
 #include "tracer/op_scalar_inline.h"
 
-// libm's functions that glibc's libmvec has in vectors (at most a few ulps from the scalar ones,
-// in float64): declared so, loops over them call the vector forms.
-#define KILN_VECTOR_MATH(name) extern "C" double name(double) noexcept __attribute__((simd("notinbranch")));
+// libm's functions that glibc's libmvec has in vectors (at most a few ulps from the scalar ones):
+// declared so, loops over them call the vector forms, float64 and float32 (8 a vector with AVX2).
+#define KILN_VECTOR_MATH(name)                                                  \
+  extern "C" double name(double) noexcept __attribute__((simd("notinbranch"))); \
+  extern "C" float name##f(float) noexcept __attribute__((simd("notinbranch")));
 KILN_VECTOR_MATH(exp)
 KILN_VECTOR_MATH(exp2)
 KILN_VECTOR_MATH(expm1)
@@ -54,38 +57,59 @@ using ir::Node;
 using ir::Op;
 using ir::OpKind;
 namespace table = ir::per_op_table;
+using namespace per_op;
 
 constexpr bool is_elementwise(OpKind k) {
   return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Compare || k == OpKind::Select;
 }
 
-// One element of an op in compute type T: float64 and float32 through ir::scalar_op's meaning,
-// int64 through ir::wrapping_op's.
-template <typename T>
-[[gnu::always_inline]] inline T apply(Op op, T a, T b, ScalarType operands) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    return ir::apply_wrapping_op(op, a, b);
-  else
-    return T(ir::apply_scalar_op(op, double(a), double(b), operands));
+// The transcendental functions computed in float32 on float tensors, through libmvec's float
+// forms: within a few float ulps of the float64 value rounded (as the compiled kernels' own
+// approximations are), at twice the vector width and without conversions.
+constexpr bool has_float_math(Op op) {
+  constexpr Op ops[] = {Op::Exp,  Op::Exp2,  Op::Expm1, Op::Log,   Op::Log1p, Op::Sin,  Op::Cos,  Op::Tanh, Op::Sinh,
+                        Op::Cosh, Op::Asinh, Op::Acosh, Op::Atanh, Op::Atan,  Op::Asin, Op::Acos, Op::Erf,  Op::Erfc};
+  for (Op o : ops)
+    if (o == op) return true;
+  return false;
+}
+
+[[gnu::always_inline]] inline float float_math(Op op, float a) {
+  switch (op) {
+    case Op::Exp: return expf(a);
+    case Op::Exp2: return exp2f(a);
+    case Op::Expm1: return expm1f(a);
+    case Op::Log: return logf(a);
+    case Op::Log1p: return log1pf(a);
+    case Op::Sin: return sinf(a);
+    case Op::Cos: return cosf(a);
+    case Op::Tanh: return tanhf(a);
+    case Op::Sinh: return sinhf(a);
+    case Op::Cosh: return coshf(a);
+    case Op::Asinh: return asinhf(a);
+    case Op::Acosh: return acoshf(a);
+    case Op::Atanh: return atanhf(a);
+    case Op::Atan: return atanf(a);
+    case Op::Asin: return asinf(a);
+    case Op::Acos: return acosf(a);
+    case Op::Erf: return erff(a);
+    case Op::Erfc: return erfcf(a);
+    default: return 0;  // has_float_math says which ops come here
+  }
 }
 
 // Whether op has a loop in compute type T: int64 for the ops with a wrapping form, float32 for
 // those correctly rounded in IEEE arithmetic (computing them in float32 gives the bits that
-// float64 rounded to float32 gives), float64 for every elementwise op.
+// float64 rounded to float32 gives) and the float math above, float64 for every elementwise op.
 template <typename T>
 constexpr bool has_loop(Op op) {
   const OpKind kind = table::kKind[int(op)];
   if (!is_elementwise(kind)) return false;
   if (kind == OpKind::Select) return true;
   if constexpr (std::is_same_v<T, int64_t>) return (table::kTraits[int(op)] & ir::kInt64) != 0;
-  if constexpr (std::is_same_v<T, float>) return (table::kTraits[int(op)] & ir::kExact) != 0;
+  if constexpr (std::is_same_v<T, float>) return (table::kTraits[int(op)] & ir::kExact) != 0 || has_float_math(op);
   return true;
 }
-
-// An op over contiguous runs of its operands' values in compute type T (tiles, or the operands'
-// own memory where it is already in T, contiguous).
-template <typename T>
-using Loop = void (*)(const T* const* in, T* out, int64_t n, ScalarType operands);
 
 // Compiled twice, for every x86-64 and for AVX2 (x86-64-v3: 4 float64s a vector, libmvec's AVX2
 // forms), the CPU choosing when kiln is loaded.
@@ -94,7 +118,9 @@ __attribute__((target_clones("default", "arch=x86-64-v3"))) void loop(const T* c
                                                                       int64_t n, ScalarType operands) {
   constexpr OpKind kind = table::kKind[int(op)];
   const T* __restrict__ a = in[0];
-  if constexpr (kind == OpKind::Unary) {
+  if constexpr (std::is_same_v<T, float> && has_float_math(op)) {
+    for (int64_t i = 0; i < n; ++i) out[i] = float_math(op, a[i]);
+  } else if constexpr (kind == OpKind::Unary) {
     for (int64_t i = 0; i < n; ++i) out[i] = apply<T>(op, a[i], T(0), operands);
   } else if constexpr (kind == OpKind::Select) {
     const T* __restrict__ x = in[1];
@@ -124,162 +150,6 @@ constexpr Loop<T> kLoops[] = {
 #include "tracer/ops.def"
 #undef X
 };
-
-// Storage of each dtype, and the conversions of ScalarType's read_element / write_element /
-// write_integer_element (runtime/dtype.h), typed so that loops over runs vectorize.
-template <ScalarType t>
-using Storage = std::conditional_t<
-    t == kBool || t == kByte, uint8_t,
-    std::conditional_t<
-        t == kLong, int64_t,
-        std::conditional_t<
-            t == kFloat, float,
-            std::conditional_t<
-                t == kDouble, double,
-                std::conditional_t<
-                    t == kChar, int8_t,
-                    std::conditional_t<
-                        t == kShort, int16_t,
-                        std::conditional_t<t == kInt, int32_t, std::conditional_t<t == kHalf, Half, BFloat16>>>>>>>>;
-
-template <ScalarType t>
-using DtypeTag = std::integral_constant<ScalarType, t>;
-
-// Calls f(DtypeTag<t>()) for the dtype t.
-template <typename F>
-void with_dtype(ScalarType t, F&& f) {
-  switch (t) {
-    case ScalarType::Bool: return f(DtypeTag<ScalarType::Bool>());
-    case ScalarType::Long: return f(DtypeTag<ScalarType::Long>());
-    case ScalarType::Float: return f(DtypeTag<ScalarType::Float>());
-    case ScalarType::Double: return f(DtypeTag<ScalarType::Double>());
-    case ScalarType::Byte: return f(DtypeTag<ScalarType::Byte>());
-    case ScalarType::Char: return f(DtypeTag<ScalarType::Char>());
-    case ScalarType::Short: return f(DtypeTag<ScalarType::Short>());
-    case ScalarType::Int: return f(DtypeTag<ScalarType::Int>());
-    case ScalarType::Half: return f(DtypeTag<ScalarType::Half>());
-    case ScalarType::BFloat16: return f(DtypeTag<ScalarType::BFloat16>());
-  }
-}
-
-template <ScalarType t, typename T>
-[[gnu::always_inline]] inline T load_as(Storage<t> x) {
-  if constexpr (t == kBool)
-    return T(x != 0);
-  else if constexpr (t == kHalf || t == kBFloat16)
-    return T(float(x));
-  else
-    return T(x);
-}
-
-// A value of compute type T stored as dtype t: from int64 exactly as write_integer_element
-// (integers wrap, floats round once), from a float as write_element (integers truncate as x86).
-template <ScalarType t, typename T>
-[[gnu::always_inline]] inline Storage<t> store_as(T v) {
-  using S = Storage<t>;
-  constexpr bool integer_dtype = t == kLong || t == kByte || t == kChar || t == kShort || t == kInt;
-  if constexpr (t == kBool) {
-    return S(v != 0);
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    if constexpr (t == kHalf || t == kBFloat16)
-      return S(float(v));
-    else
-      return S(v);
-  } else if constexpr (integer_dtype) {
-    return S(float_to_integer(double(v), t));
-  } else if constexpr (t == kHalf || t == kBFloat16) {
-    return S(float(v));
-  } else {
-    return S(v);
-  }
-}
-
-template <typename T>
-constexpr bool stores_as(ScalarType t) {
-  return (std::is_same_v<T, float> && t == kFloat) || (std::is_same_v<T, double> && t == kDouble) ||
-         (std::is_same_v<T, int64_t> && t == kLong);
-}
-
-// `len` elements of an array of dtype `t`, from element `offset` every `stride`, into dst as T.
-template <typename T>
-void load_run(const void* base, ScalarType t, int64_t offset, int64_t stride, int64_t len, T* __restrict__ dst) {
-  with_dtype(t, [&](auto tag) {
-    constexpr ScalarType dtype = decltype(tag)::value;
-    const Storage<dtype>* src = static_cast<const Storage<dtype>*>(base) + offset;
-    if (stride == 1) {
-      for (int64_t k = 0; k < len; ++k) dst[k] = load_as<dtype, T>(src[k]);
-    } else if (stride == 0) {
-      std::fill(dst, dst + len, load_as<dtype, T>(src[0]));
-    } else {
-      for (int64_t k = 0; k < len; ++k) dst[k] = load_as<dtype, T>(src[k * stride]);
-    }
-  });
-}
-
-template <typename T>
-void store_run(const T* __restrict__ v, void* base, ScalarType t, int64_t begin, int64_t len) {
-  with_dtype(t, [&](auto tag) {
-    constexpr ScalarType dtype = decltype(tag)::value;
-    Storage<dtype>* out = static_cast<Storage<dtype>*>(base) + begin;
-    for (int64_t k = 0; k < len; ++k) out[k] = store_as<dtype, T>(v[k]);
-  });
-}
-
-// Drops the dims of size 1 and merges each dim into the next where every layout in `strides`
-// (one stride per dim each) steps over it as over one longer dim. Leaves rank >= 1.
-void coalesce(Shape& sizes, std::vector<Shape*> strides) {
-  Shape out_sizes;
-  std::vector<Shape> out(strides.size());
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    bool merge = !out_sizes.empty();
-    for (size_t j = 0; j < strides.size() && merge; ++j) merge = out[j].back() == (*strides[j])[d] * sizes[d];
-    if (merge) {
-      out_sizes.back() *= sizes[d];
-      for (size_t j = 0; j < strides.size(); ++j) out[j].back() = (*strides[j])[d];
-      continue;
-    }
-    out_sizes.push_back(sizes[d]);
-    for (size_t j = 0; j < strides.size(); ++j) out[j].push_back((*strides[j])[d]);
-  }
-  if (out_sizes.empty()) {
-    out_sizes.push_back(1);
-    for (auto& s : out) s.push_back(0);
-  }
-  sizes = out_sizes;
-  for (size_t j = 0; j < strides.size(); ++j) *strides[j] = out[j];
-}
-
-// Calls run(offset, inner stride, length, position) for the runs along the innermost dim that
-// cover flat elements [begin, begin + count) of `sizes`, laid out by `strides` from `offset`.
-template <typename F>
-void for_each_run(const Shape& sizes, const Shape& strides, int64_t offset, int64_t begin, int64_t count, F&& run) {
-  const int rank = int(sizes.size());
-  std::vector<int64_t> idx(size_t(rank), 0);
-  int64_t rest = begin, off = offset;
-  for (int d = rank - 1; d >= 0; --d) {
-    idx[d] = rest % sizes[d];
-    rest /= sizes[d];
-    off += idx[d] * strides[d];
-  }
-  const int last = rank - 1;
-  for (int64_t pos = 0; pos < count;) {
-    const int64_t len = std::min(count - pos, sizes[last] - idx[last]);
-    run(off, strides[last], len, pos);
-    pos += len;
-    off += len * strides[last];
-    idx[last] += len;
-    for (int d = last; d > 0 && idx[d] == sizes[d]; --d) {
-      off += strides[d - 1] - sizes[d] * strides[d];
-      idx[d] = 0;
-      ++idx[d - 1];
-    }
-  }
-}
-
-// Elements per thread below which a loop is not split.
-constexpr int64_t kGrain = int64_t(1) << 15;
-constexpr int64_t kTile = 1024;  // elements per operand: the tiles of a thread stay in L1
 
 template <typename T>
 void elementwise(Node& n, Loop<T> body) {
@@ -334,22 +204,6 @@ void elementwise(Node& n, Loop<T> body) {
       if (!out_direct) store_run(result, out, n.dtype, start, len);
     }
   });
-}
-
-// A fold of a run into one value, in kLanes interleaved partial results (blocked, as the compiled
-// kernels sum: more accurate than one running sum, and vectorized).
-template <Op combine, typename T>
-T fold(const T* __restrict__ x, int64_t n, T identity) {
-  constexpr int kLanes = 8;
-  T lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, identity);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] = apply<T>(combine, lanes[j], x[i + j], kDouble);
-  T r = identity;
-  for (int j = 0; j < kLanes; ++j) r = apply<T>(combine, r, lanes[j], kDouble);
-  for (; i < n; ++i) r = apply<T>(combine, r, x[i], kDouble);
-  return r;
 }
 
 // A reduction over n.ints, accumulating in T (float64, or int64 on the integer path) as the
@@ -424,23 +278,6 @@ void constant(Node& n) {
   });
 }
 
-enum class Compute { Float32, Float64, Int64 };
-
-// The interpreter's arithmetic for `n` (its integer path, else float64), or float32 where that
-// gives the same bits: every operand and the value float32 (a comparison's bool aside, and a
-// select's condition), the op correctly rounded.
-Compute compute_type(const Node& n) {
-  if (computes_on_int64(n)) return Compute::Int64;
-  const ScalarType first = n.inputs.empty() ? n.dtype : n.inputs[0].node->dtype;
-  if (n.op == Op::Cast && (is_integer(first) || first == kBool)) return Compute::Int64;  // exact
-  const OpKind kind = ir::op_kind(n.op);
-  bool float32 = (table::kTraits[int(n.op)] & ir::kExact) != 0 &&
-                 (n.dtype == kFloat || (kind == OpKind::Compare && n.dtype == kBool));
-  for (size_t j = 0; j < n.inputs.size(); ++j)
-    float32 = float32 && (n.inputs[j].node->dtype == kFloat || (kind == OpKind::Select && j == 0));
-  return float32 ? Compute::Float32 : Compute::Float64;
-}
-
 // Elementwise operands are read at the node's own sizes (views broadcast by zero strides).
 bool operands_match(const Node& n) {
   for (const ir::Operand& o : n.inputs)
@@ -449,6 +286,32 @@ bool operands_match(const Node& n) {
 }
 
 }  // namespace
+
+namespace per_op {
+
+Compute compute_type(const Node& n) {
+  using ir::OpKind;
+  namespace table = ir::per_op_table;
+  if (computes_on_int64(n)) return Compute::Int64;
+  const ScalarType first = n.inputs.empty() ? n.dtype : n.inputs[0].node->dtype;
+  if (n.op == Op::Cast && (is_integer(first) || first == kBool)) return Compute::Int64;  // exact
+  const OpKind kind = ir::op_kind(n.op);
+  bool float32 = ((table::kTraits[int(n.op)] & ir::kExact) != 0 || has_float_math(n.op)) &&
+                 (n.dtype == kFloat || (kind == OpKind::Compare && n.dtype == kBool));
+  for (size_t j = 0; j < n.inputs.size(); ++j)
+    float32 = float32 && (n.inputs[j].node->dtype == kFloat || (kind == OpKind::Select && j == 0));
+  return float32 ? Compute::Float32 : Compute::Float64;
+}
+
+template <typename T>
+Loop<T> loop_for(Op op) {
+  return kLoops<T>[int(op)];
+}
+template Loop<float> loop_for<float>(Op);
+template Loop<double> loop_for<double>(Op);
+template Loop<int64_t> loop_for<int64_t>(Op);
+
+}  // namespace per_op
 
 bool has_per_op_kernel(const Node& n) {
   const OpKind kind = ir::op_kind(n.op);

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "codegen/per_op_kernels.h"
+#include "codegen/tiled_kernels.h"
 #include "runtime/stats.h"
 
 namespace kiln::codegen {
@@ -28,7 +29,12 @@ void run_unfused(const fusion::Kernel& k) {
     stats_add(&Stats::kernel_launches, 1);
     return;
   }
-  // An intermediate is freed after its last reader in the kernel; outputs and what was in memory
+  if (run_tiled(k)) {  // one pass over memory, as the fused kernel
+    stats_add(&Stats::kernel_launches, 1);
+    stats_add(&Stats::kernels_unfused, 1);
+    return;
+  }
+  // Node by node: an intermediate is freed after its last reader in the kernel; outputs and what was in memory
   // before (a constant another kernel already wrote) are kept.
   const size_t count = k.nodes.size();
   std::vector<bool> keep(count, false);

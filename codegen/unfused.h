@@ -1,5 +1,6 @@
-// The unfused executor: runs a fusion::Kernel node by node on the per-op kernels compiled with kiln
-// (codegen/per_op_kernels.h), intermediates in buffers of their own, each value rounded to its
+// The unfused executor: runs a fusion::Kernel on the per-op kernels compiled with kiln
+// (codegen/per_op_kernels.h), chunk by chunk where it can (codegen/tiled_kernels.h: one pass over
+// memory), else node by node with intermediates in buffers of their own; each value rounded to its
 // dtype as the fused kernel rounds it. A compiled backend runs a kernel so while its fused code
 // compiles (KILN_COMPILE=background) and in eager mode; the nodes without a per-op kernel go to
 // the interpreter (Stats::nodes_interpreted), library nodes to their library routines.

@@ -221,9 +221,25 @@ void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_li
     if (e.valid() && task.dependencies[e.fn.get()] == 0 && seen.erase(e.fn.get())) ready.push(e.fn.get());
 
   AutoGradMode mode(create_graph);
+  // The nodes of one eager group run as one group (see tracer::EagerGroup): consecutive in this
+  // order, as their sequence numbers are.
+  uint64_t group = 0;
+  int group_uncaught = 0;
+  struct CloseGroup {
+    uint64_t& group;
+    const int& uncaught;
+    ~CloseGroup() noexcept(false) {
+      if (group) tracer::EagerGroup::end_eager_group(uncaught);
+    }
+  } close_group{group, group_uncaught};
   while (!ready.empty()) {
     Node* fn = ready.top();
     ready.pop();
+    if (fn->eager_group != group) {
+      if (group) tracer::EagerGroup::end_eager_group(group_uncaught);
+      group = fn->eager_group;
+      if (group) group_uncaught = tracer::EagerGroup::begin_eager_group();
+    }
     tensor_list grads = std::move(task.buffers[fn]);
     task.buffers.erase(fn);
     grads.resize(fn->output_shapes.size());

@@ -161,6 +161,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
   // Columns [G, Cg*KH*KW, N*OH*OW]: column j holds output position j's window. Rows run along
   // the output's width, so the im2col copy (and its adjoint, the fold) moves contiguous runs.
+  tracer::EagerGroup eager_group;
   Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
   Tensor windows = detail::as_strided(
       xp, ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
@@ -174,6 +175,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
   Pool2d pool = check_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
+  tracer::EagerGroup eager_group;
   auto [windows, axes] = pool_windows(pool, -std::numeric_limits<double>::infinity());
   Tensor out = detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
   return unbatch(detail::named(out, "MaxPool2DWithIndicesBackward0", {input}), pool.batched);
@@ -219,6 +221,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                c, "] for input ", shape_str(input), ", got ", shape_str(*t));
   KILN_CHECK(training || (running_mean.defined() && running_var.defined()), op,
              ": running_mean and running_var must be defined in evaluation mode (input ", shape_str(input), ")");
+  tracer::EagerGroup eager_group;
   std::vector<int64_t> axes{0}, channel_shape(input.dim(), 1);
   for (int64_t a = 2; a < input.dim(); ++a) axes.push_back(a);
   channel_shape[1] = c;

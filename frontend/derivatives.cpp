@@ -342,6 +342,7 @@ uint64_t next_sequence_nr() {
 void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs) {
   auto node = pool::make_shared<OpBackward>(d);  // one per traced op: from the small-object pool
   node->sequence_nr = next_sequence_nr();
+  node->eager_group = tracer::eager_group();
   node->next_edges.reserve(inputs.size());
   for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
   node->output_shapes = {Shape(out.sizes())};

@@ -138,6 +138,7 @@ Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '",
              approximate, "'");
+  tracer::EagerGroup eager_group;
   Tensor xf = float_input(x);
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);

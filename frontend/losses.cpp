@@ -252,6 +252,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
   const Reduce r = parse_reduction(reduction, "nll_loss");
   const int64_t class_dim = check_class_target(log_probs, target, ignore_index, "nll_loss");
   check_class_weight(weight, log_probs, class_dim, "nll_loss");
+  tracer::EagerGroup eager_group;
   ClassTargets targets = class_targets(log_probs, target, weight, ignore_index, class_dim, r);
   Tensor loss = reduce_by_weight(class_nll(picked_scores(log_probs, targets), Tensor(), Tensor(), targets), r, targets);
   return log_probs.dim() <= 2 ? named(loss, "NllLossBackward0", {log_probs}) : loss;
@@ -270,6 +271,7 @@ Tensor cross_entropy_loss(const Tensor& logits, const Tensor& target, const Tens
     return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
   const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
   check_class_weight(weight, logits, class_dim, op);
+  tracer::EagerGroup eager_group;
   // log p = (logits - max) - log_sum: the picked logits and the row maxima, the sum of
   // exponentials and the gradient are passes over each row of logits, in one kernel.
   ClassTargets targets = class_targets(logits, target, weight, ignore_index, class_dim, r);

@@ -213,6 +213,7 @@ Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  tracer::EagerGroup eager_group;
   Tensor xf = dtype ? x.to(*dtype) : x.is_floating_point() ? x : x.to(kFloat);
   int64_t d = wrap_dim(dim, xf.dim(), "softmax");
   if (xf.dim() == 0) return ones_like(xf);
@@ -221,6 +222,7 @@ Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  tracer::EagerGroup eager_group;
   Tensor xf = dtype ? x.to(*dtype) : x.is_floating_point() ? x : x.to(kFloat);
   int64_t d = wrap_dim(dim, xf.dim(), "log_softmax");
   if (xf.dim() == 0) return zeros_like(xf);

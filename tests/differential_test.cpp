@@ -79,8 +79,9 @@ TEST(Differential, RandomProgramsWithNaNAndInfinityMatchTheInterpreter) {
   expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 4, env_or("KILN_FUZZ_STRUCTURES", 120), true);
 }
 
-// The per-op kernels alone (KILN_BACKEND=unfused: every kernel node by node, as a flush runs it
-// while its fused kernel compiles), forward and backward, plain and with special values.
+// The per-op kernels alone (KILN_BACKEND=unfused: every kernel unfused, chunk by chunk or node by
+// node, as a flush runs it while its fused kernel compiles, and as eager mode runs it), forward and
+// backward, plain and with special values.
 TEST(Differential, RandomProgramsOnThePerOpKernelsMatchTheInterpreter) {
   reset_stats();
   expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 4, env_or("KILN_FUZZ_STRUCTURES", 120), false, "unfused");

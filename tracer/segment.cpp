@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -66,8 +67,13 @@ void run(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded = nul
   for (const auto& s : memory_writes) write_memory(*s);
 }
 
+// Eager groups open on this thread (EagerGroup), and the outermost one's number.
+thread_local int t_group_depth = 0;
+thread_local uint64_t t_group = 0;
+
 void flush_if_eager_or_full(const StoragePtr& s) {
   if (!config().lazy) {
+    if (t_group_depth > 0) return;  // the group's end flushes
     s->memory ? flush() : void(materialize(*s));
   } else if (t_segment.nodes_since_flush >= config().segment_node_cap) {
     flush();
@@ -159,6 +165,20 @@ void flush() {
   recorded.clear();
   if (seg.recorded.empty()) seg.recorded.swap(recorded);  // keeps the capacity
 }
+
+int EagerGroup::begin_eager_group() {
+  static std::atomic<uint64_t> groups{0};
+  if (t_group_depth++ == 0) t_group = groups.fetch_add(1, std::memory_order_relaxed) + 1;
+  return std::uncaught_exceptions();
+}
+
+void EagerGroup::end_eager_group(int uncaught_at_begin) {
+  if (--t_group_depth > 0) return;
+  t_group = 0;
+  if (!config().lazy && std::uncaught_exceptions() == uncaught_at_begin) flush();
+}
+
+uint64_t eager_group() { return t_group; }
 
 void set_flush_hook(FlushHook hook) { g_flush_hook = hook; }
 

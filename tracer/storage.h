@@ -55,5 +55,30 @@ const ir::RecordedNodes& recorded_nodes();
 // Makes sure `s` is computed (flushing this thread's segment first), and returns its buffer.
 const BufferPtr& materialize(Storage& s);
 
+// Eager mode's unit of work: while one is alive on a thread, eager mode records that thread's
+// ops without computing them, and the outermost one flushes them as it ends. A composite op
+// (softmax, layer_norm, cross_entropy, an optimizer's update of one parameter, and the backward
+// of such an op) is one group, so that it runs as libtorch's op does, in a few passes over memory
+// (kernels run unfused: per-op loops over chunks that stay in cache) instead of one per primitive.
+// The user sees no difference: a composite's results are computed when it returns. No effect in
+// lazy mode. An exception leaving the group leaves the ops pending for the next flush.
+class EagerGroup {
+ public:
+  EagerGroup() : uncaught_(begin_eager_group()) {}
+  ~EagerGroup() noexcept(false) { end_eager_group(uncaught_); }
+  EagerGroup(const EagerGroup&) = delete;
+  EagerGroup& operator=(const EagerGroup&) = delete;
+
+  // What EagerGroup does, for a group that spans a loop's iterations (the autograd engine's):
+  // begin returns what end takes (std::uncaught_exceptions() at the start).
+  static int begin_eager_group();
+  static void end_eager_group(int uncaught_at_begin);
+
+ private:
+  int uncaught_;
+};
+// The outermost group alive on this thread (a number given to each, from 1), or 0 outside groups.
+uint64_t eager_group();
+
 }  // namespace tracer
 }  // namespace kiln

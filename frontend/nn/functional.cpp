@@ -68,6 +68,7 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
                shape, ", got ", shape_str(*p));
   std::vector<int64_t> axes;
   for (int64_t i = input.dim() - k; i < input.dim(); ++i) axes.push_back(i);
+  tracer::EagerGroup eager_group;
   const auto moments = kiln::detail::centered_moments(input, axes);
   Tensor out = moments.centered * (moments.var + options.eps()).rsqrt();
   if (options.weight().defined()) out = out * options.weight();

@@ -5,8 +5,12 @@
 #include <unordered_set>
 
 #include "frontend/autograd.h"
+#include "tracer/storage.h"
 
 namespace kiln::optim {
+
+Optimizer::EagerUpdate::EagerUpdate() : uncaught_(tracer::EagerGroup::begin_eager_group()) {}
+Optimizer::EagerUpdate::~EagerUpdate() noexcept(false) { tracer::EagerGroup::end_eager_group(uncaught_); }
 
 std::unique_ptr<OptimizerParamState> OptimizerParamState::clone() const {
   throw Error(

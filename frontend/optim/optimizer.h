@@ -140,6 +140,17 @@ class Optimizer {
   }
   // Runs the closure (if any) with gradients enabled.
   static Tensor run_closure(const LossClosure& closure);
+  // A tracer::EagerGroup (its header is not one of the public ones).
+  class EagerUpdate {
+   public:
+    EagerUpdate();
+    ~EagerUpdate() noexcept(false);
+    EagerUpdate(const EagerUpdate&) = delete;
+    EagerUpdate& operator=(const EagerUpdate&) = delete;
+
+   private:
+    int uncaught_;
+  };
   // The loop every step() shares: `update(param, options)` for each parameter that has a
   // gradient, with its group's options, and gradients off.
   template <typename Options, typename Update>
@@ -148,7 +159,10 @@ class Optimizer {
     for (auto& group : param_groups_) {
       auto& options = static_cast<Options&>(group.options());
       for (auto& p : group.params())
-        if (p.grad().defined()) update(p, options);
+        if (p.grad().defined()) {
+          EagerUpdate eager;  // eager mode runs one parameter's update at a time
+          update(p, options);
+        }
     }
     sync();
   }
