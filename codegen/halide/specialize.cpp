@@ -18,9 +18,9 @@ using fusion::Kernel;
 // One size-specialized kernel in one size bucket, served by its general kernel.
 struct Serving {
   std::string general_key;
-  KernelFn general = nullptr;                                                      // null until it is found built
+  KernelFn general = nullptr;                                                       // null until it is found built
   enum class Decision { Unknown, Specialize, Leave } decision = Decision::Unknown;  // the tuning database's
-  double general_us = 0;                                                           // its runs at these sizes
+  double general_us = 0;                                                            // its runs at these sizes
   bool submitted = false;  // the specialized kernel was sent to the background compiler
 };
 
