@@ -90,8 +90,10 @@ bool casts_of_float(const Expr& e) {
 }
 Expr round_to_dtype(Expr e, ScalarType t) {
   if (is_narrow_integer(t)) {
-    // A mask of the bits the truncation keeps anyway stops the simplifier at the float.
-    if (casts_of_float(e)) e = e & make_const(e.type(), (int64_t(1) << storage_type(t).bits()) - 1);
+    // A mask of the bits the truncation keeps anyway stops the simplifier at the float. Not for
+    // int32, whose overflow Halide assumes away: it would take the masked value as >= 0.
+    const int bits = storage_type(t).bits();
+    if (bits < 32 && casts_of_float(e)) e = e & make_const(e.type(), (int64_t(1) << bits) - 1);
     return cast(value_type(t), cast(storage_type(t), e));
   }
   if (t == kHalf) return select(float32_nan(e), e, cast(Float(32), cast(Float(16), e)));
