@@ -317,15 +317,10 @@ Tensor bitwise_not(const Tensor& x) {
 }
 Tensor Tensor::bitwise_not() const { return kiln::bitwise_not(*this); }
 // libtorch's names of the operators: __and__ is bitwise_and, ... (in place: inplace.cpp).
-#define KILN_BITWISE_OPERATOR(name, op)                                                       \
-  Tensor Tensor::__##name##__(const Tensor& o) const { return kiln::bitwise_##op(*this, o); } \
-  Tensor Tensor::__##name##__(const Scalar& o) const { return kiln::bitwise_##op(*this, o); }
-KILN_BITWISE_OPERATOR(and, and)
-KILN_BITWISE_OPERATOR(or, or)
-KILN_BITWISE_OPERATOR(xor, xor)
-KILN_BITWISE_OPERATOR(lshift, left_shift)
-KILN_BITWISE_OPERATOR(rshift, right_shift)
-#undef KILN_BITWISE_OPERATOR
+#define KILN_INTEGER_OPERATOR(dunder, name)                                             \
+  Tensor Tensor::__##dunder##__(const Tensor& o) const { return kiln::name(*this, o); } \
+  Tensor Tensor::__##dunder##__(const Scalar& o) const { return kiln::name(*this, o); }
+#include "frontend/integer_ops.def"
 
 // --- rounding division ---
 

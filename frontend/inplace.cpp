@@ -99,15 +99,10 @@ Tensor& Tensor::floor_divide_(const Scalar& o) const {
   Tensor& Tensor::name##_(const Tensor& o) const { return write(*this, kiln::name(*this, o), #name "_"); } \
   Tensor& Tensor::name##_(const Scalar& o) const { return write(*this, kiln::name(*this, o), #name "_"); }
 #include "frontend/integer_ops.def"
-#define KILN_BITWISE_OPERATOR(name, op)                                               \
-  Tensor& Tensor::__i##name##__(const Tensor& o) const { return bitwise_##op##_(o); } \
-  Tensor& Tensor::__i##name##__(const Scalar& o) const { return bitwise_##op##_(o); }
-KILN_BITWISE_OPERATOR(and, and)
-KILN_BITWISE_OPERATOR(or, or)
-KILN_BITWISE_OPERATOR(xor, xor)
-KILN_BITWISE_OPERATOR(lshift, left_shift)
-KILN_BITWISE_OPERATOR(rshift, right_shift)
-#undef KILN_BITWISE_OPERATOR
+#define KILN_INTEGER_OPERATOR(dunder, name)                                     \
+  Tensor& Tensor::__i##dunder##__(const Tensor& o) const { return name##_(o); } \
+  Tensor& Tensor::__i##dunder##__(const Scalar& o) const { return name##_(o); }
+#include "frontend/integer_ops.def"
 Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) const {
   return write(*this, kiln::lerp(before(*this), end, w), "lerp_");
 }

@@ -218,6 +218,7 @@ Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 // Adaptive pooling: output cell i covers input [floor(i * in / out), ceil((i + 1) * in / out)).
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size);
 // The maxima and their flat positions in the input's spatial dimensions (int64), as libtorch.
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
@@ -250,6 +251,19 @@ Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size,
 Tensor _upsample_nearest_exact2d(const Tensor& input, IntArrayRef output_size,
                                  std::optional<double> scales_h = std::nullopt,
                                  std::optional<double> scales_w = std::nullopt);
+Tensor _upsample_nearest_exact3d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales_d = std::nullopt,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
+// Antialiased (interpolate's antialias=true): each output averages the input under a triangle
+// (bilinear) or cubic (bicubic, A = -0.5) filter stretched by the downscale factor, as libtorch's
+// separable CPU kernel (PIL's resampling); upscaling keeps the filter's own width.
+Tensor _upsample_bilinear2d_aa(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                               std::optional<double> scales_h = std::nullopt,
+                               std::optional<double> scales_w = std::nullopt);
+Tensor _upsample_bicubic2d_aa(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                              std::optional<double> scales_h = std::nullopt,
+                              std::optional<double> scales_w = std::nullopt);
 // Normalizes over every axis but 1 (channels). Training uses the batch's statistics and, when
 // running_mean/var are given, updates them in place with `momentum` (unbiased variance).
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,

@@ -163,6 +163,18 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   return unbatch(detail::named(out, "AdaptiveAvgPool2DBackward0", {input}), input, 2);
 }
 
+// Averaging is separable: the width, then the height, then the depth, each a GEMM.
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
+  const Tensor x = check_adaptive("adaptive_avg_pool3d", input, output_size, 3);
+  const int64_t n = x.size(0), c = x.size(1), d = x.size(2), h = x.size(3), w = x.size(4);
+  const int64_t od = output_size[0], oh = output_size[1], ow = output_size[2];
+  Tensor out = x.matmul(averaging_matrix(w, ow, x).t());                      // [N, C, D, H, OW]
+  out = averaging_matrix(h, oh, x).matmul(out.reshape({-1, h, ow}));          // [N*C*D, OH, OW]
+  out = averaging_matrix(d, od, x).matmul(out.reshape({n * c, d, oh * ow}));  // [N*C, OD, OH*OW]
+  out = out.reshape({n, c, od, oh, ow});
+  return unbatch(detail::named(out, "AdaptiveAvgPool3DBackward0", {input}), input, 3);
+}
+
 std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size) {
   const Tensor x = check_adaptive("adaptive_max_pool1d", input, output_size, 1);
   const int64_t out_len = output_size[0];

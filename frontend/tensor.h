@@ -224,18 +224,12 @@ class Tensor {
 #define KILN_INTEGER_UNARY(name, op) \
   Tensor name() const;               \
   Tensor& name##_() const;
+#define KILN_INTEGER_OPERATOR(dunder, name)       \
+  Tensor __##dunder##__(const Tensor& o) const;   \
+  Tensor __##dunder##__(const Scalar& o) const;   \
+  Tensor& __i##dunder##__(const Tensor& o) const; \
+  Tensor& __i##dunder##__(const Scalar& o) const;
 #include "frontend/integer_ops.def"
-#define KILN_BITWISE_OPERATOR(name)             \
-  Tensor __##name##__(const Tensor& o) const;   \
-  Tensor __##name##__(const Scalar& o) const;   \
-  Tensor& __i##name##__(const Tensor& o) const; \
-  Tensor& __i##name##__(const Scalar& o) const;
-  KILN_BITWISE_OPERATOR(and)
-  KILN_BITWISE_OPERATOR(or)
-  KILN_BITWISE_OPERATOR(xor)
-  KILN_BITWISE_OPERATOR(lshift)
-  KILN_BITWISE_OPERATOR(rshift)
-#undef KILN_BITWISE_OPERATOR
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor eq(const Tensor& o) const;

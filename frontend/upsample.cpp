@@ -1,8 +1,9 @@
-// Resampling (nearest, nearest-exact, linear, bilinear, bicubic, trilinear), written from primitives: one spatial
-// axis at a time, an index_select of each output position's source (nearest), or the weighted sum
-// of two index_selects (linear). The tables follow libtorch's CPU kernels, in the input's
-// precision (float for float32), so positions on a boundary round as libtorch's do; bilinear
-// resamples the width first, then the height, the order libtorch's kernel sums in.
+// Resampling (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, antialiased), written from
+// primitives: one spatial axis at a time, an index_select of each output position's source
+// (nearest), the weighted sum of two (linear) or four (cubic) index_selects, or a GEMM with the
+// [out, in] filter weights (antialiased, whose windows grow with the downscale factor). The tables follow libtorch's
+// CPU kernels, in the input's precision (float for float32), so positions on a boundary round as libtorch's do;
+// bilinear resamples the width first, then the height, the order libtorch's kernel sums in.
 #include <cmath>
 
 #include "frontend/derivatives.h"
@@ -84,6 +85,48 @@ CubicTable cubic_table(int64_t in, int64_t out, bool align_corners, std::optiona
   return t;
 }
 
+// libtorch's antialiased weights (_compute_weights_aa): output i averages the inputs whose centres
+// lie within `support` of scale * (i + 0.5), each weighted by the filter at its distance (in
+// output pixels when downscaling), normalized to sum to 1. Row-major [out, in].
+template <typename T>
+std::vector<double> antialias_weights(int64_t in, int64_t out, bool align_corners, std::optional<double> scale_given,
+                                      bool cubic) {
+  const T scale = align_corners ? (out > 1 ? T(in - 1) / T(out - 1) : T(0)) : scale_value<T>(scale_given, in, out);
+  const T half_width = cubic ? T(2) : T(1);
+  const T support = scale >= T(1) ? half_width * scale : half_width;
+  const T inverse_scale = scale >= T(1) ? T(1) / scale : T(1);
+  auto filter = [cubic](T x) {
+    x = std::abs(x);
+    if (!cubic) return x < T(1) ? T(1) - x : T(0);
+    const T a = T(-0.5);
+    if (x < T(1)) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < T(2)) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return T(0);
+  };
+  std::vector<double> weights(size_t(out * in), 0.0);
+  for (int64_t i = 0; i < out; ++i) {
+    const T center = scale * (T(i) + T(0.5));
+    const int64_t first = std::max<int64_t>(int64_t(center - support + T(0.5)), 0);
+    const int64_t end = std::min<int64_t>(int64_t(center + support + T(0.5)), in);
+    std::vector<T> w;
+    T total = 0;
+    for (int64_t j = first; j < end; ++j) {
+      w.push_back(filter((T(j) - center + T(0.5)) * inverse_scale));
+      total += w.back();
+    }
+    for (int64_t j = first; j < end; ++j)
+      weights[size_t(i * in + j)] = double(total != T(0) ? w[size_t(j - first)] / total : w[size_t(j - first)]);
+  }
+  return weights;
+}
+
+// x resampled along `dim` by [out, in] weights.
+Tensor resample_by_weights(const Tensor& x, int64_t dim, const std::vector<double>& weights, int64_t out) {
+  const int64_t in = x.size(dim);
+  const Tensor w = tensor(weights, x.dtype()).to(x.device()).view({out, in});
+  return x.transpose(dim, -1).matmul(w.t()).transpose(dim, -1);
+}
+
 Tensor resample_cubic(const Tensor& x, int64_t dim, const CubicTable& t) {
   Shape weight_shape(x.dim() - dim, 1);
   weight_shape[0] = int64_t(t.taps[0].size());
@@ -125,6 +168,13 @@ Tensor resample(const char* op, const Tensor& input, IntArrayRef output_size, in
       if (size != in || mode == "nearest-exact")
         out = index_select(out, dim,
                            tensor(nearest_table(in, size, scales[i], mode == "nearest-exact")).to(out.device()));
+    } else if (mode == "linear-antialias" || mode == "cubic-antialias") {
+      const bool cubic = mode == "cubic-antialias";
+      out = resample_by_weights(out, dim,
+                                input.dtype() == kFloat64
+                                    ? antialias_weights<double>(in, size, align_corners, scales[i], cubic)
+                                    : antialias_weights<float>(in, size, align_corners, scales[i], cubic),
+                                size);
     } else if (mode == "cubic") {
       out = resample_cubic(out, dim,
                            input.dtype() == kFloat64 ? cubic_table<double>(in, size, align_corners, scales[i])
@@ -169,6 +219,20 @@ Tensor upsample_bicubic2d(const Tensor& input, IntArrayRef output_size, bool ali
   return detail::named(out, "UpsampleBicubic2DBackward0", {input});
 }
 
+Tensor _upsample_bilinear2d_aa(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                               std::optional<double> scales_h, std::optional<double> scales_w) {
+  Tensor out = resample("_upsample_bilinear2d_aa", input, output_size, 2, {scales_h, scales_w}, "linear-antialias",
+                        align_corners);
+  return detail::named(out, "UpsampleBilinear2DAaBackward0", {input});
+}
+
+Tensor _upsample_bicubic2d_aa(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                              std::optional<double> scales_h, std::optional<double> scales_w) {
+  Tensor out =
+      resample("_upsample_bicubic2d_aa", input, output_size, 2, {scales_h, scales_w}, "cubic-antialias", align_corners);
+  return detail::named(out, "UpsampleBicubic2DAaBackward0", {input});
+}
+
 Tensor upsample_trilinear3d(const Tensor& input, IntArrayRef output_size, bool align_corners,
                             std::optional<double> scales_d, std::optional<double> scales_h,
                             std::optional<double> scales_w) {
@@ -193,6 +257,13 @@ Tensor _upsample_nearest_exact2d(const Tensor& input, IntArrayRef output_size, s
   Tensor out =
       resample("_upsample_nearest_exact2d", input, output_size, 2, {scales_h, scales_w}, "nearest-exact", false);
   return detail::named(out, "UpsampleNearestExact2DBackward0", {input});
+}
+
+Tensor _upsample_nearest_exact3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d,
+                                 std::optional<double> scales_h, std::optional<double> scales_w) {
+  Tensor out = resample("_upsample_nearest_exact3d", input, output_size, 3, {scales_d, scales_h, scales_w},
+                        "nearest-exact", false);
+  return detail::named(out, "UpsampleNearestExact3DBackward0", {input});
 }
 
 }  // namespace kiln

@@ -4,7 +4,8 @@
 // CI runs 2000 programs over a bounded set of structures (sizes vary freely: they are kernel
 // arguments, so kernels are reused); a fuzzing session runs more with
 //   KILN_FUZZ_PROGRAMS=100000 KILN_FUZZ_STRUCTURES=5000 ./kiln_tests --gtest_filter=Differential.*
-// and KILN_FUZZ_INTEGERS=1 adds int64 and int32 programs (bitwise ops, shifts, floor division).
+// Integer programs and programs with nn ops are test cases of their own, each over a few structures
+// (KILN_FUZZ_INTEGER_STRUCTURES, KILN_FUZZ_NN_STRUCTURES): their first compiles are what they cost.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -50,11 +51,11 @@ std::string difference(const Program& p, const std::string& backend) {
 // Runs `programs` random programs over `structures` structures, reporting the smallest version
 // of each of the first three that differ.
 void expect_programs_match(int64_t programs, int64_t structures, bool special_values,
-                           const std::string& backend = "halide") {
+                           const std::string& backend = "halide", fuzz::Draw draw = fuzz::Draw::kFloats) {
   int failures = 0;
   for (int64_t i = 0; i < programs && failures < 3; ++i) {
     const uint64_t structure = uint64_t(i % structures), sizes = uint64_t(i);
-    Program p = fuzz::generate(structure, sizes, 4 + int(structure % 7), env_or("KILN_FUZZ_INTEGERS", 0) != 0);
+    Program p = fuzz::generate(structure, sizes, 4 + int(structure % 7), draw);
     p.special_values = special_values;
     std::string diff = difference(p, backend);
     if (diff.empty()) continue;
@@ -89,4 +90,18 @@ TEST(Differential, RandomProgramsOnThePerOpKernelsMatchTheInterpreter) {
   const Stats s = stats();
   EXPECT_GE(s.kernels_unfused, env_or("KILN_FUZZ_PROGRAMS", 2000) / 4);  // a kernel or more per program
   std::cout << s << "\n";
+}
+
+// int64, int32, int16, int8 and uint8 programs (wrapping arithmetic, bitwise ops, shifts, floor
+// division, casts, partners of another integer dtype), forward only.
+TEST(Differential, IntegerRandomProgramsMatchTheInterpreter) {
+  expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 8, env_or("KILN_FUZZ_INTEGER_STRUCTURES", 16), false,
+                        "halide", fuzz::Draw::kIntegers);
+}
+
+// Programs with nn ops (layer_norm, linear, conv2d, pooling, gather, cross_entropy) among the
+// float ones, so that fusion around them is checked, forward and backward.
+TEST(Differential, RandomProgramsWithNnOpsMatchTheInterpreter) {
+  expect_programs_match(env_or("KILN_FUZZ_PROGRAMS", 2000) / 8, env_or("KILN_FUZZ_NN_STRUCTURES", 8), false, "halide",
+                        fuzz::Draw::kNn);
 }

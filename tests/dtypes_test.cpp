@@ -145,6 +145,22 @@ TEST(Dtypes, IntegersWrapAtTheirWidth) {
   EXPECT_EQ(tensor({-7.9}).to(torch::kInt32).item<int64_t>(), -7);
 }
 
+// A float cast to int32 or int64 and then to a narrower integer wraps in a fused kernel as node
+// by node (Halide's simplifier folded the casts into one float to uint8 conversion, which gave 0
+// for negative values).
+TEST(Dtypes, FloatsCastThroughWiderIntegersWrapInFusedKernels) {
+  for (const char* backend : {"interp", "halide"}) {
+    Backend on(backend);
+    const torch::Tensor x = torch::tensor({-30.0, -37.0, -44.0, 51.0});
+    EXPECT_EQ(x.to(torch::kInt32).to(torch::kUInt8).to_vector<int64_t>(), (std::vector<int64_t>{226, 219, 212, 51}))
+        << backend;
+    EXPECT_EQ(x.to(torch::kLong).to(torch::kUInt8).to_vector<int64_t>(), (std::vector<int64_t>{226, 219, 212, 51}))
+        << backend;
+    EXPECT_EQ((x * 5).to(torch::kInt32).to(torch::kInt8).to_vector<int64_t>(), (std::vector<int64_t>{106, 71, 36, -1}))
+        << backend;
+  }
+}
+
 TEST(Dtypes, HalfAndBFloat16RoundToNearestEven) {
   using torch::tensor;
   EXPECT_EQ(tensor({0.1}, torch::kHalf).item<double>(), 0.0999755859375);

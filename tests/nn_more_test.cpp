@@ -1,6 +1,8 @@
 // group_norm, instance_norm, local_response_norm, unfold/fold, prelu, embedding_bag,
-// affine_grid, grid_sample and the margin losses of losses_more.h: values as libtorch 1.13 computes
-// them for the same float64 inputs (nn_more_reference.h), float64 gradient checks, bad inputs; and
+// affine_grid, grid_sample (bicubic too), antialiased interpolation, nearest-exact and area in 1-D
+// and 3-D, and the margin losses of losses_more.h: values as libtorch 1.13 computes them for the
+// same float64 inputs (nn_more_reference.h, resample_reference.h, resample_more_reference.h),
+// float64 gradient checks, bad inputs; and
 // gumbel_softmax's properties and index_put_ with accumulate.
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
@@ -8,6 +10,7 @@
 #include "expect_error.h"
 #include "gradcheck.h"
 #include "nn_more_reference.h"
+#include "resample_more_reference.h"
 #include "resample_reference.h"
 
 namespace {
@@ -525,4 +528,124 @@ TEST(NnMore, BicubicTrilinearAndVolumetricGridSampleBadInputs) {
                     "grid_sample: kiln samples 4D input");
   EXPECT_THROW_WITH(F::grid_sample(wave({1, 2, 3, 3, 3}, 0.1, 0.2), wave({2, 2, 2, 2, 3}, 0.1, 0.2)),
                     "grid_sample: expected grid and input to have same batch size");
+}
+
+namespace {
+
+using Opts = F::InterpolateFuncOptions;
+
+F::GridSampleFuncOptions bicubic(int padding, bool align_corners) {
+  auto options = F::GridSampleFuncOptions().mode(torch::kBicubic).align_corners(align_corners);
+  if (padding == 1) options.padding_mode(torch::kBorder);
+  if (padding == 2) options.padding_mode(torch::kReflection);
+  return options;
+}
+
+}  // namespace
+
+TEST(ResampleMore, BicubicGridSampleAsLibtorch) {
+  const Tensor input = wave({2, 2, 3, 4}, 0.29, 0.7), grid = wave({2, 3, 2, 2}, 0.81, 0.4) * 1.3;
+  const std::vector<double>* expected[] = {&ref::grid_bicubic_zeros,      &ref::grid_bicubic_zeros_ac,
+                                           &ref::grid_bicubic_border,     &ref::grid_bicubic_border_ac,
+                                           &ref::grid_bicubic_reflection, &ref::grid_bicubic_reflection_ac};
+  for (int padding = 0; padding < 3; ++padding)
+    for (int align = 0; align < 2; ++align) {
+      const Tensor out = F::grid_sample(input, grid, bicubic(padding, align == 1));
+      EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{2, 2, 3, 2}));
+      SCOPED_TRACE(testing::Message() << "padding " << padding << " align_corners " << align);
+      expect_values(out, *expected[padding * 2 + align]);
+    }
+  expect_values(F::grid_sample(input.to(torch::kFloat), grid.to(torch::kFloat), bicubic(0, false)),
+                ref::grid_bicubic_float, 2e-6);
+}
+
+TEST(ResampleMore, AntialiasedInterpolationAsLibtorch) {
+  const Tensor img = wave({1, 2, 9, 11}, 0.7, 0.3);
+  auto down = [&](torch::InterpolateMode mode, bool align) {
+    return F::interpolate(img, Opts().size(std::vector<int64_t>{4, 5}).mode(mode).align_corners(align).antialias(true));
+  };
+  expect_values(down(torch::kBilinear, false), ref::aa_bilinear_down);
+  expect_values(down(torch::kBilinear, true), ref::aa_bilinear_down_ac);
+  expect_values(down(torch::kBicubic, false), ref::aa_bicubic_down);
+  expect_values(down(torch::kBicubic, true), ref::aa_bicubic_down_ac);
+  expect_values(F::interpolate(img, Opts()
+                                        .scale_factor(std::vector<double>{0.45, 0.3})
+                                        .mode(torch::kBilinear)
+                                        .align_corners(false)
+                                        .antialias(true)),
+                ref::aa_bilinear_scale);
+  // Upscaling the height, downscaling the width.
+  const Tensor mixed = F::interpolate(
+      img, Opts().size(std::vector<int64_t>{13, 4}).mode(torch::kBicubic).align_corners(false).antialias(true));
+  EXPECT_EQ(mixed.sizes().vec(), (std::vector<int64_t>{1, 2, 13, 4}));
+  expect_values(mixed, ref::aa_bicubic_mixed);
+  expect_values(
+      F::interpolate(
+          img.to(torch::kFloat),
+          Opts().size(std::vector<int64_t>{4, 5}).mode(torch::kBilinear).align_corners(false).antialias(true)),
+      ref::aa_bilinear_float, 1e-6);
+}
+
+TEST(ResampleMore, NearestExactAndAreaIn1DAnd3DAsLibtorch) {
+  const Tensor vol = wave({1, 2, 2, 3, 4}, 0.53, 0.2), line = wave({1, 2, 7}, 0.8, 0.3);
+  expect_values(F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 5, 3}).mode(torch::kNearestExact)),
+                ref::nearest_exact3d);
+  expect_values(F::interpolate(line, Opts().size(std::vector<int64_t>{4}).mode(torch::kNearestExact)),
+                ref::nearest_exact1d);
+  const Tensor area = F::interpolate(vol, Opts().size(std::vector<int64_t>{1, 2, 3}).mode(torch::kArea));
+  EXPECT_EQ(area.sizes().vec(), (std::vector<int64_t>{1, 2, 1, 2, 3}));
+  expect_values(area, ref::area3d);
+  expect_values(F::interpolate(vol, Opts().size(std::vector<int64_t>{3, 4, 5}).mode(torch::kArea)), ref::area3d_up);
+  expect_values(F::interpolate(line, Opts().size(std::vector<int64_t>{3}).mode(torch::kArea)), ref::area1d);
+  // Unbatched [C, D, H, W] pools too.
+  expect_values(torch::adaptive_avg_pool3d(vol[0], {1, 2, 3}), ref::area3d);
+}
+
+TEST(ResampleMore, Gradients) {
+  for (int padding = 0; padding < 3; ++padding)
+    EXPECT_TRUE(
+        check([padding](const torch::TensorList& v) { return F::grid_sample(v[0], v[1], bicubic(padding, false)); },
+              {gradcheck::leaf(wave({1, 2, 3, 3}, 0.29, 0.7)), gradcheck::leaf(wave({1, 2, 2, 2}, 0.81, 0.4) * 0.9)},
+              first_order()))
+        << padding;
+  for (bool cubic : {false, true})
+    EXPECT_TRUE(check(
+        [cubic](const torch::TensorList& v) {
+          return F::interpolate(v[0], Opts()
+                                          .size(std::vector<int64_t>{2, 4})
+                                          .mode(cubic ? torch::InterpolateMode(torch::kBicubic)
+                                                      : torch::InterpolateMode(torch::kBilinear))
+                                          .align_corners(false)
+                                          .antialias(true));
+        },
+        {gradcheck::leaf(wave({1, 1, 5, 3}, 0.7, 0.3))}))
+        << cubic;
+  EXPECT_TRUE(check(
+      [](const torch::TensorList& v) {
+        return F::interpolate(v[0], Opts().size(std::vector<int64_t>{1, 2, 3}).mode(torch::kArea)) +
+               F::interpolate(v[0], Opts().size(std::vector<int64_t>{1, 2, 3}).mode(torch::kNearestExact));
+      },
+      {gradcheck::leaf(wave({1, 1, 2, 3, 4}, 0.53, 0.2))}));
+}
+
+TEST(ResampleMore, BadInputs) {
+  EXPECT_THROW_WITH(F::grid_sample(wave({1, 2, 3, 3, 3}, 0.1, 0.2), wave({1, 2, 2, 2, 3}, 0.1, 0.2), bicubic(0, false)),
+                    "grid_sample: bicubic interpolation only supports 4D input, got input [1, 2, 3, 3, 3]");
+  EXPECT_THROW_WITH(
+      F::interpolate(wave({1, 2, 3, 3, 3}, 0.1, 0.2),
+                     Opts().size(std::vector<int64_t>{2, 2, 2}).mode(torch::kTrilinear).antialias(true)),
+      "interpolate: Anti-alias option is only supported for bilinear and bicubic modes (of 4D input), got mode "
+      "trilinear and input [1, 2, 3, 3, 3]");
+  EXPECT_THROW_WITH(
+      F::interpolate(wave({1, 2, 3, 3}, 0.1, 0.2), Opts().size(std::vector<int64_t>{2, 2}).antialias(true)),
+      "interpolate: Anti-alias option is only supported for bilinear and bicubic modes");
+  EXPECT_THROW_WITH(
+      F::interpolate(wave({1, 2, 3, 3, 3}, 0.1, 0.2), Opts().size(std::vector<int64_t>{2, 2}).mode(torch::kArea)),
+      "interpolate: size shape must match input shape");
+  EXPECT_THROW_WITH(torch::adaptive_avg_pool3d(wave({2, 3, 3}, 0.1, 0.2), {1, 1, 1}),
+                    "adaptive_avg_pool3d: expected a 4D or 5D input, got [2, 3, 3]");
+  EXPECT_THROW_WITH(torch::adaptive_avg_pool3d(wave({1, 2, 3, 3, 3}, 0.1, 0.2), {1, 0, 1}),
+                    "adaptive_avg_pool3d: output_size must be positive, got [1, 0, 1]");
+  EXPECT_THROW_WITH(torch::_upsample_nearest_exact3d(wave({1, 2, 3, 3}, 0.1, 0.2), {2, 2, 2}),
+                    "_upsample_nearest_exact3d: expected a 5D input (N, C, spatial...), got [1, 2, 3, 3]");
 }

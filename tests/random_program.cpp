@@ -34,12 +34,16 @@ const char* kBinary[] = {"add", "sub", "mul", "div_safe", "maximum", "minimum", 
 const char* kReduce[] = {
     "sum",  "mean",   "amax",    "amin",         "var",  "logsumexp", "softmax", "log_softmax",
     "prod", "cumsum", "cumprod", "logcumsumexp", "sort", "cummax"};  // the last five: scans along a dim
-// Integer programs (int64 or int32, one structure in eight) draw from these: ops exact on
-// integers, wrapping alike on every backend, with shift counts kept in [0, 15].
-const char* kIntegerUnary[] = {"neg", "abs", "bitwise_not", "sign"};
+// Integer programs draw from these: ops exact on integers, wrapping alike on every backend, with
+// shift counts kept in [0, 15] (past an int8's or int16's width: the bits shifted out are lost).
+const char* kIntegerUnary[] = {"neg", "abs", "bitwise_not", "sign", "add_scalar", "mul_scalar", "cast"};
 const char* kIntegerBinary[] = {"add",          "sub",        "mul",         "maximum",    "minimum",
                                 "bitwise_and",  "bitwise_or", "bitwise_xor", "shift_left", "shift_right",
                                 "floor_divide", "fmod",       "where_gt"};
+const ScalarType kIntegerDtypes[] = {kLong, kInt, kShort, kChar, kByte};
+// nn programs draw these besides the float ops; conv2d and the pools see the value as a batch of
+// one-channel images of its last two dims.
+const char* kNnOps[] = {"layer_norm", "linear", "conv2d", "max_pool2d", "avg_pool2d", "gather", "cross_entropy"};
 const char* kIntegerReduce[] = {"sum", "amax", "amin", "cumsum", "cummax"};
 const char* kView[] = {"transpose", "permute", "narrow", "select", "unsqueeze", "expand", "flatten", "slice2"};
 
@@ -67,10 +71,22 @@ Tensor squashed_for(const std::string& name, const Tensor& x) {
   return x.tanh() * 2;
 }
 
+// A value as a batch of one-channel images [B, 1, H, W] of its last two dims.
+Tensor as_images(const Tensor& x) {
+  const int64_t r = x.dim();
+  return x.reshape({-1, 1, r >= 2 ? x.size(-2) : 1, r >= 1 ? x.size(-1) : 1});
+}
+
+// An "input" instruction's dtype: its own where it names one (a partner of another dtype).
+ScalarType input_dtype(const Instr& in, ScalarType program_dtype) {
+  return in.ints.empty() ? program_dtype : ScalarType(in.ints[0]);
+}
+
 Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
   auto a = [&](int i) { return v[in.args[i]]; };
   const std::string& op = in.op;
   const auto& k = in.ints;
+  auto tail = [&](size_t from) { return std::vector<int64_t>(k.begin() + long(from), k.end()); };
   if (op.rfind("unary:", 0) == 0)
     if (const auto* u = find_listed(kListedUnary, op.substr(6))) return u->apply(squashed_for(op.substr(6), a(0)));
   if (op.rfind("binary:", 0) == 0)
@@ -84,6 +100,25 @@ Tensor apply_instr(const Instr& in, const std::vector<Tensor>& v) {
   if (op == "bitwise_xor") return a(0) ^ a(1);
   if (op == "shift_left") return a(0).__lshift__(a(1) & 15);
   if (op == "shift_right") return a(0).__rshift__(a(1) & 15);
+  if (op == "add_scalar") return a(0) + 3;  // a scalar keeps the tensor's dtype
+  if (op == "mul_scalar") return a(0) * 3;
+  if (op == "cast") return a(0).to(ScalarType(k[0]));
+  if (op == "layer_norm")
+    return nn::functional::layer_norm(a(0),
+                                      nn::functional::LayerNormFuncOptions({a(0).size(-1)}).weight(a(1)).bias(a(2)));
+  if (op == "linear") return linear(a(0), a(1), a(2));
+  if (op == "conv2d") return conv2d(as_images(a(0)), a(1), {}, k[0], 1);
+  if (op == "max_pool2d") return max_pool2d(as_images(a(0)), 2, k[0], 1);
+  if (op == "avg_pool2d") return avg_pool2d(as_images(a(0)), 2, k[0], 1, false, k[1] != 0);
+  if (op == "gather") {  // k: dim, the index's shape (rank of a(0)), its values
+    const size_t r = size_t(a(0).dim());
+    const std::vector<int64_t> shape(k.begin() + 1, k.begin() + 1 + long(r));
+    return a(0).gather(k[0], tensor(tail(1 + r)).reshape(shape));
+  }
+  if (op == "cross_entropy") {  // k: mean or none, the class of each row of a(0) as [rows, last dim]
+    const Tensor logits = a(0).reshape({-1, a(0).size(-1)});
+    return cross_entropy(logits, tensor(tail(1)), k[0] ? Reduction::Mean : Reduction::None);
+  }
   if (op == "floor_divide") return a(0).floor_divide(a(1));  // by zero: 0 on every backend
   if (op == "fmod") return a(0).fmod(a(1));
   if (op == "exp_tanh") return (a(0).tanh() * 2).exp();
@@ -160,24 +195,25 @@ std::string Program::to_string() const {
   return os.str();
 }
 
-Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool integers) {
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length, Draw draw) {
   std::mt19937_64 rng(structure_seed), sizes(size_seed);
   Program p;
   // float64 in a quarter of the programs; float16 and bfloat16 (computed in float32, each node
   // rounded) in one in eight each.
   const uint64_t dtype_draw = rng() % 8;
   p.dtype = dtype_draw < 2 ? kDouble : dtype_draw == 2 ? kHalf : dtype_draw == 3 ? kBFloat16 : kFloat;
-  // Integers in one structure in eight, from a stream of their own so that the other programs stay
-  // as they were.
-  std::mt19937_64 integer_draw(structure_seed * 0x9e3779b97f4a7c15ull + 7);
-  if (integers && integer_draw() % 8 == 0) p.dtype = integer_draw() % 2 ? kLong : kInt;
+  // What only integer and nn programs draw comes from a stream of its own, so that the float
+  // programs stay as they were.
+  std::mt19937_64 own(structure_seed * 0x9e3779b97f4a7c15ull + 7);
+  if (draw == Draw::kIntegers) p.dtype = kIntegerDtypes[own() % 5];
+  if (draw == Draw::kNn && (p.dtype == kHalf || p.dtype == kBFloat16)) p.dtype = kFloat;
   const bool integer = is_integer(p.dtype);
   p.data_seed = size_seed;
   std::vector<Tensor> v;  // shapes only: tracing without flushing
   auto add = [&](Instr in) {
     Tensor t;
     try {
-      t = in.op == "input" ? zeros(in.shape, p.dtype) : apply_instr(in, v);
+      t = in.op == "input" ? zeros(in.shape, input_dtype(in, p.dtype)) : apply_instr(in, v);
     } catch (const Error&) {  // parameters that don't fit this shape: a unary op instead
       in = {integer ? "neg" : "unary:tanh", {in.args.empty() ? 0 : in.args[0]}, {}, {}};
       t = apply_instr(in, v);
@@ -188,6 +224,43 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool i
   };
   auto extent = [&]() { return int64_t(2 + sizes() % 5); };
   auto new_input = [&](Shape shape) { return add({"input", {}, {}, shape}); };
+  // An integer program's partner is of another integer dtype one time in three.
+  auto new_partner = [&](Shape shape) {
+    if (!integer || own() % 3) return new_input(shape);
+    return add({"input", {}, {int64_t(kIntegerDtypes[own() % 5])}, shape});
+  };
+  // An nn op on value a of shape s (rank 1 or more), its weights new inputs: its parameters come
+  // from the structure, index values from the sizes.
+  auto nn_instr = [&](const std::string& op, int a, const Shape& s) -> Instr {
+    const int64_t last = s.back();
+    if (op == "layer_norm") return {op, {a, new_input({last}), new_input({last})}, {}, {}};
+    if (op == "linear") {
+      const int64_t n = extent();
+      return {op, {a, new_input({n, last}), new_input({n})}, {}, {}};
+    }
+    if (op == "conv2d") {
+      const int64_t k = 1 + int64_t(own() % 3);
+      return {op, {a, new_input({2, 1, k, k})}, {1 + int64_t(own() % 2)}, {}};
+    }
+    if (op == "max_pool2d") return {op, {a}, {1 + int64_t(own() % 2)}, {}};
+    if (op == "avg_pool2d") return {op, {a}, {1 + int64_t(own() % 2), int64_t(own() % 2)}, {}};
+    if (op == "gather") {
+      const int64_t d = int64_t(own() % s.size());
+      Shape index = s;
+      index[size_t(d)] = 1 + int64_t(sizes() % 3);
+      std::vector<int64_t> ints{d};
+      ints.insert(ints.end(), index.begin(), index.end());
+      int64_t n = 1;
+      for (int64_t e : index) n *= e;
+      for (int64_t i = 0; i < n; ++i) ints.push_back(int64_t(sizes() % s[size_t(d)]));
+      return {op, {a}, ints, {}};
+    }
+    int64_t rows = 1;  // cross_entropy
+    for (size_t i = 0; i + 1 < s.size(); ++i) rows *= s[i];
+    std::vector<int64_t> ints{int64_t(own() % 2)};
+    for (int64_t i = 0; i < rows; ++i) ints.push_back(int64_t(sizes() % last));
+    return {op, {a}, ints, {}};
+  };
   // A shape broadcastable against `s`: some dims become 1, some leading dims dropped.
   auto broadcast_like = [&](const Shape& s) {
     Shape out(s.begin() + (s.size() > 1 && rng() % 3 == 0 ? 1 : 0), s.end());
@@ -205,8 +278,11 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool i
     const int64_t r = int64_t(s.size());
     const int family = int(rng() % 10);
     Instr in;
-    if (integer && (family <= 2 || r == 0)) {
+    if (draw == Draw::kNn && r > 0 && own() % 3 == 0) {
+      in = nn_instr(pick(own, kNnOps), a, s);
+    } else if (integer && (family <= 2 || r == 0)) {
       in = {pick(rng, kIntegerUnary), {a}, {}, {}};
+      if (in.op == "cast") in.ints = {int64_t(kIntegerDtypes[own() % 5])};
     } else if (family <= 2 || r == 0) {
       in = {pick_op(rng, kListedUnary, "unary:", kUnary), {a}, {}, {}};
     } else if (family <= 4) {
@@ -220,7 +296,7 @@ Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool i
         } catch (const Error&) {
         }
       }
-      if (b < 0 || rng() % 2 == 0) b = new_input(broadcast_like(s));
+      if (b < 0 || rng() % 2 == 0) b = new_partner(broadcast_like(s));
       in = {integer ? std::string(pick(rng, kIntegerBinary)) : pick_op(rng, kListedBinary, "binary:", kBinary),
             {a, b},
             {},
@@ -294,8 +370,9 @@ Result run(const Program& p) {
   manual_seed(p.data_seed);
   std::vector<Tensor> v, inputs;
   for (const auto& in : p.instrs) {
-    if (in.op == "input" && is_integer(p.dtype)) {  // integers in [-40, 40), no gradient
-      Tensor t = (rand(in.shape, kDouble) * 80 - 40).floor().to(p.dtype);
+    const ScalarType dtype = in.op == "input" ? input_dtype(in, p.dtype) : p.dtype;
+    if (in.op == "input" && is_integer(dtype)) {  // integers in [-40, 40) ([0, 80) for uint8), no gradient
+      Tensor t = (rand(in.shape, kDouble) * 80 - (dtype == kByte ? 0 : 40)).floor().to(dtype);
       inputs.push_back(t);
       v.push_back(t);
     } else if (in.op == "input") {

@@ -32,10 +32,18 @@ struct Program {
   std::string to_string() const;
 };
 
-// Generates a program of about `length` instructions; with `integers`, one structure in eight is
-// an int64 or int32 program (their kernels' first compiles are slow: a fuzzing session asks for
-// them, KILN_FUZZ_INTEGERS=1, the CI run does not).
-Program generate(uint64_t structure_seed, uint64_t size_seed, int length, bool integers = false);
+// What a program draws from. Each is its own test case with its own bounded set of structures:
+// a new structure's kernels compile on first use, which is what a cold test run pays for.
+enum class Draw {
+  kFloats,    // float64, float32, float16 and bfloat16 programs over elementwise ops, reductions, scans, views
+  kIntegers,  // int64, int32, int16, int8 and uint8 programs: wrapping arithmetic, bitwise ops, shifts,
+              // floor division, casts, and partners of another integer dtype (libtorch's promotion)
+  kNn,        // float32 and float64 programs that also draw nn ops: layer_norm, linear, conv2d,
+              // pooling, gather, cross_entropy, around which fusion must keep the meaning
+};
+
+// Generates a program of about `length` instructions.
+Program generate(uint64_t structure_seed, uint64_t size_seed, int length, Draw draw = Draw::kFloats);
 
 struct Result {
   std::vector<std::vector<double>> outputs, grads;

@@ -80,8 +80,22 @@ Expr to_storage(Expr e, ScalarType t) {
   if (t == kHalf) return select(float32_nan(e), reinterpret(Float(16), Expr(uint16_t(0x7e00))), cast(Float(16), e));
   return e.type() == storage_type(t) ? e : cast(storage_type(t), e);
 }
+// Whether e is integer casts of a float: Halide 14's simplifier drops integer casts between a
+// narrowing cast and a float (cast(uint8, cast(int64, cast(int32, f))) becomes cast(uint8, f),
+// which LLVM computes as 0 for a negative f).
+bool casts_of_float(const Expr& e) {
+  for (const Internal::Cast* c = e.as<Internal::Cast>(); c; c = c->value.as<Internal::Cast>())
+    if (c->value.type().is_float()) return true;
+  return false;
+}
 Expr round_to_dtype(Expr e, ScalarType t) {
-  if (is_narrow_integer(t)) return cast(value_type(t), cast(storage_type(t), e));
+  if (is_narrow_integer(t)) {
+    // A mask of the bits the truncation keeps anyway stops the simplifier at the float. Not for
+    // int32, whose overflow Halide assumes away: it would take the masked value as >= 0.
+    const int bits = storage_type(t).bits();
+    if (bits < 32 && casts_of_float(e)) e = e & make_const(e.type(), (int64_t(1) << bits) - 1);
+    return cast(value_type(t), cast(storage_type(t), e));
+  }
   if (t == kHalf) return select(float32_nan(e), e, cast(Float(32), cast(Float(16), e)));
   if (t != kBFloat16) return e;
   // To nearest even on the bits, NaN to the quiet NaN c10::BFloat16 gives.

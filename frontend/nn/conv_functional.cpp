@@ -105,7 +105,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
              "interpolate: kiln resamples 3D, 4D and 5D inputs (N, C, L or N, C, "
              "H, W or N, C, D, H, W), got ",
              shape_str(input), " for mode ", mode);
-  KILN_CHECK(!options.antialias(), "interpolate: antialias is not supported");
+  KILN_CHECK(!options.antialias() || (input.dim() == 4 && (mode == "bilinear" || mode == "bicubic")),
+             "interpolate: Anti-alias option is only supported for bilinear and bicubic modes (of 4D input), got mode ",
+             mode, " and input ", shape_str(input));
   const size_t spatial = size_t(input.dim() - 2);
   const auto& size = options.size();
   const auto& scale_factor = options.scale_factor();
@@ -133,13 +135,17 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   if (mode == "nearest")
     return spatial == 1 ? kiln::upsample_nearest1d(input, output_size, scales[0])
                         : kiln::upsample_nearest2d(input, output_size, scales[0], scales[1]);
-  KILN_CHECK(spatial < 3 || mode == "trilinear", "interpolate: mode ", mode, " of 5D input ", shape_str(input),
-             " is not supported by kiln (nearest and trilinear are)");
+  if (mode == "nearest-exact" && spatial == 3)
+    return kiln::_upsample_nearest_exact3d(input, output_size, scales[0], scales[1], scales[2]);
   if (mode == "nearest-exact")
     return spatial == 1 ? kiln::_upsample_nearest_exact1d(input, output_size, scales[0])
                         : kiln::_upsample_nearest_exact2d(input, output_size, scales[0], scales[1]);
   if (mode == "area")
-    return spatial == 1 ? kiln::adaptive_avg_pool1d(input, output_size) : kiln::adaptive_avg_pool2d(input, output_size);
+    return spatial == 1   ? kiln::adaptive_avg_pool1d(input, output_size)
+           : spatial == 2 ? kiln::adaptive_avg_pool2d(input, output_size)
+                          : kiln::adaptive_avg_pool3d(input, output_size);
+  KILN_CHECK(spatial < 3 || mode == "trilinear", "interpolate: mode ", mode, " of 5D input ", shape_str(input),
+             " is not supported by kiln (nearest, nearest-exact, area and trilinear are)");
   KILN_CHECK(mode != "linear" || spatial == 1, "interpolate: got ", input.dim(), "D input ", shape_str(input),
              ", but linear mode needs 3D input");
   KILN_CHECK(mode != "bilinear" || spatial == 2, "interpolate: got ", input.dim(), "D input ", shape_str(input),
@@ -148,7 +154,11 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
              ", but bicubic mode needs 4D input");
   KILN_CHECK(mode != "trilinear" || spatial == 3, "interpolate: got ", input.dim(), "D input ", shape_str(input),
              ", but trilinear mode needs 5D input");
-  if (mode == "bicubic") return kiln::upsample_bicubic2d(input, output_size, align_corners, scales[0], scales[1]);
+  if (mode == "bicubic")
+    return options.antialias() ? kiln::_upsample_bicubic2d_aa(input, output_size, align_corners, scales[0], scales[1])
+                               : kiln::upsample_bicubic2d(input, output_size, align_corners, scales[0], scales[1]);
+  if (mode == "bilinear" && options.antialias())
+    return kiln::_upsample_bilinear2d_aa(input, output_size, align_corners, scales[0], scales[1]);
   if (mode == "trilinear")
     return kiln::upsample_trilinear3d(input, output_size, align_corners, scales[0], scales[1], scales[2]);
   KILN_CHECK(mode == "linear" || mode == "bilinear", "interpolate: mode ", mode, " is not supported by kiln");

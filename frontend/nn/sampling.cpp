@@ -1,8 +1,10 @@
 // affine_grid and grid_sample (sampling.h) as libtorch 1.13 computes them, from kiln's ops: the
-// grid is a GEMM of a constant base grid with theta; a sample is the four (eight for 5D input, or
+// grid is a GEMM of a constant base grid with theta; a sample is the four (eight for 5D input, 16 for bicubic, or
 // one) neighbouring pixels gathered and weighted, so gradients reach both the image (gather's ScatterAdd) and the
 // grid (through the interpolation weights).
 #include "frontend/nn/sampling.h"
+
+#include <array>
 
 #include "frontend/ops.h"
 #include "frontend/trace.h"
@@ -39,14 +41,27 @@ Tensor reflect(const Tensor& in, int64_t twice_low, int64_t twice_high) {
   return where(flips.fmod(2) == 0, extra + low, span - extra + low);
 }
 
-Tensor source_index(const Tensor& coord, int64_t size, const GridSamplePaddingMode& padding, bool align_corners) {
-  Tensor c = unnormalize(coord, size, align_corners);
+// A pixel coordinate moved inside by the padding mode (zeros: left outside, where taps read 0).
+Tensor padded(Tensor c, int64_t size, const GridSamplePaddingMode& padding, bool align_corners) {
   if (padding.is<enumtype::kBorder>()) return c.clamp(0, double(size - 1));
   if (padding.is<enumtype::kReflection>()) {
     c = align_corners ? reflect(c, 0, 2 * (size - 1)) : reflect(c, -1, 2 * size - 1);
     return c.clamp(0, double(size - 1));
   }
   return c;
+}
+
+Tensor source_index(const Tensor& coord, int64_t size, const GridSamplePaddingMode& padding, bool align_corners) {
+  return padded(unnormalize(coord, size, align_corners), size, padding, align_corners);
+}
+
+// Cubic convolution's four weights (A = -0.75, as libtorch) for taps at -1, 0, 1, 2 from the
+// point's floor, t its distance from that floor.
+std::array<Tensor, 4> cubic_weights(const Tensor& t) {
+  const double a = -0.75;
+  auto near = [a](const Tensor& x) { return ((x * (a + 2) - (a + 3)) * x) * x + 1; };     // |x| <= 1
+  auto far = [a](const Tensor& x) { return ((x * a - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
 }
 
 }  // namespace
@@ -120,7 +135,24 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFunc
     return values * where(inside, weight, 0.0).reshape({n, 1, points});
   };
   Tensor out;
-  if (options.mode().is<enumtype::kNearest>()) {
+  if (options.mode().is<enumtype::kBicubic>()) {
+    KILN_CHECK(!volumetric, op, ": bicubic interpolation only supports 4D input, got input ", shape_str(input));
+    // Unpadded coordinates: each of the 16 taps is padded on its own (a point just outside reads
+    // the pixels inside its window, not the border's four).
+    const Tensor x = unnormalize(grid.select(-1, 0), w, align), y = unnormalize(grid.select(-1, 1), h, align);
+    const Tensor x0 = x.floor(), y0 = y.floor();
+    const std::array<Tensor, 4> wx = cubic_weights(x - x0), wy = cubic_weights(y - y0);
+    for (int j = 0; j < 4; ++j) {  // each row along x first, then the rows along y, as libtorch
+      const Tensor row_y = padded(y0 + double(j - 1), h, options.padding_mode(), align);
+      Tensor row;
+      for (int i = 0; i < 4; ++i) {
+        const Tensor term = tap(padded(x0 + double(i - 1), w, options.padding_mode(), align), row_y, {}, wx[i]);
+        row = i == 0 ? term : row + term;
+      }
+      const Tensor weighted = row * wy[j].reshape({n, 1, points});
+      out = j == 0 ? weighted : out + weighted;
+    }
+  } else if (options.mode().is<enumtype::kNearest>()) {
     out = tap(ix.round(), iy.round(), volumetric ? iz.round() : Tensor(), ones_like(ix));
   } else if (!volumetric) {
     const Tensor x0 = ix.floor(), y0 = iy.floor();

@@ -8,7 +8,7 @@
 
 namespace kiln::nn::functional {
 
-using GridSampleMode = EnumChoice<enumtype::kBilinear, enumtype::kNearest>;
+using GridSampleMode = EnumChoice<enumtype::kBilinear, enumtype::kNearest, enumtype::kBicubic>;
 using GridSamplePaddingMode = EnumChoice<enumtype::kZeros, enumtype::kBorder, enumtype::kReflection>;
 
 struct GridSampleFuncOptions {
@@ -24,6 +24,8 @@ Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners = f
 // pixels' centres with align_corners, their outer edges without) -> [N, C, Ho, Wo]; input
 // [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] ((x, y, z), trilinear or nearest) -> [N, C, Do, Ho, Wo].
 // Points outside read zeros, the border, or the image reflected at its border (padding_mode).
+// Bicubic (4D input only; libtorch's grid_sampler mode 2, which its C++ options do not name):
+// the 4x4 pixels around a point, each padded alone, weighted by cubic convolution (A = -0.75).
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options = {});
 
 }  // namespace kiln::nn::functional
