@@ -205,7 +205,8 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
     if (s->key.rfind("L|", 0) == 0) library_ops.insert(s->key.substr(2, s->key.find('.') - 2));
   }
   for (const char* op :
-       {"IndexSelect", "Gather", "IndexAdd", "ScatterAdd", "Cat", "WriteView", "AddView", "ArgMax", "ArgMin"})
+       {"IndexSelect", "Gather", "IndexAdd", "ScatterAdd", "Cat", "WriteView", "AddView", "ArgMax", "ArgMin", "CumSum",
+        "SortIndex", "TopKIndex", "KthValueIndex", "MedianIndex", "ModeIndex", "SearchSorted"})
     EXPECT_TRUE(library_ops.count(op)) << "no " << op << " kernel among the structures checked";
   EXPECT_GT(layouts[cuda::Layout::Pointwise], 0);
   EXPECT_GT(layouts[cuda::Layout::BlockPerRow], 0);

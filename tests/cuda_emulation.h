@@ -54,6 +54,11 @@ namespace {
     std::memcpy(&d, &v, 8);
     return d;
   }
+  inline long long __double_as_longlong(double d) {
+    long long v;
+    std::memcpy(&v, &d, 8);
+    return v;
+  }
   inline unsigned __float_as_uint(float f) {
     unsigned u;
     std::memcpy(&u, &f, 4);
@@ -81,6 +86,16 @@ namespace {
     const unsigned from = threadIdx.x + unsigned(offset), end = (threadIdx.x / 32 + 1) * 32;
     T r = v;
     if (from < end && from < blockDim.x) std::memcpy(&r, kiln_host::lanes[from], sizeof r);
+    kiln_host::warp_sync();
+    return r;
+  }
+  template <class T>
+  T __shfl_up_sync(unsigned, T v, int offset) {
+    std::memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
+    kiln_host::warp_sync();
+    const unsigned lane = threadIdx.x % 32;
+    T r = v;
+    if (lane >= unsigned(offset)) std::memcpy(&r, kiln_host::lanes[threadIdx.x - unsigned(offset)], sizeof r);
     kiln_host::warp_sync();
     return r;
   }

@@ -112,6 +112,7 @@ class Emulator {
       for (const auto& in : n.inputs) arg(std::string("const ") + cuda::storage_type(in.node->dtype) + "*");
       for (size_t i = 0; i < cuda::library_scalars(k).size(); ++i) arg("long long");
       arg(std::string(cuda::storage_type(n.dtype)) + "*");
+      if (cuda::library_workspace(n)) arg("unsigned long long*");
       return call + ");\n}\n";
     }
     codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
@@ -147,6 +148,7 @@ class Emulator {
     };
     std::vector<Scalar> values;
     values.reserve(64);
+    std::vector<unsigned long long> library_workspace;
     if (k.kind == fusion::Kernel::Kind::Library) {
       ir::Node& n = *k.library_node;
       for (const auto& in : n.inputs) values.push_back(Scalar{}), values.back().p = in.node->result->data();
@@ -154,6 +156,11 @@ class Emulator {
       n.result = make_buffer(size_t(n.numel()) * element_size(n.dtype));
       values.push_back(Scalar{});
       values.back().p = n.result->data();
+      if (cuda::library_workspace(n)) {
+        library_workspace.resize(cuda::launch_dims(k, 1).workspace_bytes / 8 + 1);
+        values.push_back(Scalar{});
+        values.back().p = library_workspace.data();
+      }
     } else {
       codegen::for_each_argument(k, [&](const codegen::KernelArgument& a) {
         using Kind = codegen::KernelArgument::Kind;
@@ -285,7 +292,8 @@ TEST(Cuda, EmulatedKernelsMatchTheInterpreter) {
   EXPECT_GT(emulator.compiled, 10);
 }
 
-// Every library kernel with generated source (gathers, scatters, cat, view writes, arg-reductions, scans),
+// Every library kernel with generated source (gathers, scatters, cat, view writes, arg-reductions, scans,
+// sorts),
 // on odd sizes, broadcast and non-contiguous operands, repeated indices, NaN and ties, float32 and
 // float64: the emulated kernels match the interpreter.
 TEST(Cuda, EmulatedLibraryKernelsMatchTheInterpreter) {
@@ -297,8 +305,10 @@ TEST(Cuda, EmulatedLibraryKernelsMatchTheInterpreter) {
                                        [&] {
                                          for (auto t : dtypes) expected.push_back(library_program::run(t));
                                        });
-  for (const char* op : {"IndexSelect", "Gather", "IndexAdd", "ScatterAdd", "Cat", "WriteView", "AddView", "ArgMax",
-                         "ArgMin", "CumSum", "CumProd", "LogCumSumExp", "CumMaxIndex", "CumMinIndex"})
+  for (const char* op :
+       {"IndexSelect", "Gather",    "IndexAdd",      "ScatterAdd",  "Cat",          "WriteView",   "AddView",
+        "ArgMax",      "ArgMin",    "CumSum",        "CumProd",     "LogCumSumExp", "CumMaxIndex", "CumMinIndex",
+        "SortIndex",   "TopKIndex", "KthValueIndex", "MedianIndex", "ModeIndex",    "SearchSorted"})
     EXPECT_TRUE(emulator.library_ops.count(op)) << op << " was not flushed as a library kernel";
   emulator.build();
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -1,5 +1,6 @@
 // A program that flushes every library kernel with generated CUDA source (index_select, gather,
-// their adjoints index_add and scatter_add, cat, view writes and adds, argmax and argmin, scans) on odd
+// their adjoints index_add and scatter_add, cat, view writes and adds, argmax and argmin, scans,
+// sorts) on odd
 // sizes, broadcast and non-contiguous operands, repeated indices, NaN and ties; its results as
 // float64 values, in order, for comparing backends.
 #pragma once
@@ -56,6 +57,37 @@ inline std::vector<double> run(torch::Dtype dtype) {
   keep(std::get<1>(y.t().cummin(1)));
   keep(longs.t().cumsum(1));
   keep((longs * 1000003).cumprod(0));
+  // Rows of kBlockScanLength (128) or more are scanned a block per row.
+  const auto options = torch::TensorOptions().dtype(dtype);
+  auto wide = torch::randn({3, 700}, options);
+  keep(wide.cumsum(1));
+  keep((1 + wide * 0.01).t().cumprod(0));
+  keep(wide.narrow(1, 3, 600).logcumsumexp(1));
+  keep(torch::randint(-9, 9, {2, 300}, torch::kLong).mul(1000000007).cumprod(1));
+  keep(wide.gt(0).cumsum(1));
+  // Sorts of rows (stable: ties keep their order; NaN last ascending, first descending), in shared
+  // memory and past one tile (2048: merged in the workspace); topk, kthvalue, median and nanmedian
+  // (NaN, ties), mode (ties), searchsorted.
+  keep(std::get<1>(y.sort(1)));
+  keep(std::get<1>(y.t().sort(1, true)));
+  auto longrow = (torch::randn({2, 5000}, options) * 30).round();  // ties
+  longrow = longrow.masked_fill(longrow > 60, NAN);
+  const auto [long_values, long_positions] = longrow.sort(1, true);
+  keep(long_values);
+  keep(long_positions);
+  keep(torch::argsort(longrow.t(), 0));
+  keep(torch::argsort(torch::randint(-3, 3, {3, 2500}, torch::kLong), 1));
+  keep(torch::argsort(wide.gt(0.3), 1, true));
+  keep(std::get<1>(wide.topk(9, 1)));
+  keep(std::get<1>(wide.t().topk(2, 0, false)));
+  keep(std::get<1>(wide.kthvalue(17, 1)));
+  keep(std::get<1>(y.median(1)));
+  keep(std::get<1>(y.nanmedian(0)));
+  keep(torch::median(wide));
+  keep(std::get<1>(torch::randint(0, 4, {5, 13}, torch::kLong).mode(1)));
+  auto boundaries = std::get<0>(wide.narrow(1, 0, 40).sort(1));
+  keep(torch::searchsorted(boundaries, wide.narrow(1, 100, 30)));
+  keep(torch::searchsorted(boundaries.select(0, 1), wide.narrow(1, 200, 7), false, true));
   return values;
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/cuda/launcher.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -149,6 +150,10 @@ class Launcher {
       for (int64_t v : library_scalars(k)) integer(v);
       n.result = device_buffer(d_, bytes_of(n));
       push_pointer(device_pointer(*n.result));
+      if (library_workspace(n)) {
+        workspace = device_buffer(d_, std::max<uint64_t>(dims.workspace_bytes, 8));
+        push_pointer(device_pointer(*workspace));
+      }
     } else {
       for_each_argument(k, [&](const KernelArgument& a) {
         using Kind = KernelArgument::Kind;

@@ -5,7 +5,7 @@
 // memory from the device's caching allocator (Buffer::cuda_device says so); a read of host memory
 // (a constant table or a tensor made on the CPU and moved) is uploaded through pinned staging,
 // and a kernel output that a host tensor holds (`.cpu()`) is copied back, the host waiting only
-// then. Kernels the generator has no CUDA source for (sorts, scatter-adds into narrow dtypes), and matmuls on layouts
+// then. Kernels the generator has no CUDA source for (scatter-adds into narrow dtypes), and matmuls on layouts
 // cuBLAS does not take, run on the host: copied there, interpreted, copied back (logged once per op, counted in
 // Stats::cuda_host_fallbacks), so every program still runs.
 #pragma once

@@ -2,6 +2,8 @@
 // writes, arg-reductions, scans): one node each, every operand read through its view. The calling
 // convention is in source.h (library_scalars); the meaning is the interpreter's
 // (codegen/interpreter.cpp), element by element.
+#include "codegen/cuda/library.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -17,27 +19,8 @@ namespace {
 using ir::Node;
 using ir::Op;
 
-// A view's rank and what its parameters are called: offset `<p>o`, sizes `<p>n<d>`, strides
-// `<p>s<d>`.
-struct ViewParams {
-  std::string prefix;
-  size_t rank = 0;
-  std::string size(size_t d) const { return prefix + "n" + std::to_string(d); }
-  std::string stride(size_t d) const { return prefix + "s" + std::to_string(d); }
-  std::string offset() const { return prefix + "o"; }
-};
-
 bool writes_view(Op op) { return op == Op::WriteView || op == Op::AddView; }
 bool is_scatter(Op op) { return op == Op::IndexAdd || op == Op::ScatterAdd || writes_view(op); }
-
-// The views a library node's source reads, in argument order: the output's shape (sizes only),
-// each input's view, then for a view write the target view in the output.
-std::vector<ir::View> argument_views(const Node& n) {
-  std::vector<ir::View> views{ir::View{n.shape, {}, 0}};
-  for (const auto& in : n.inputs) views.push_back(in.view);
-  if (writes_view(n.op)) views.push_back(ir::unpack_view(n.ints));
-  return views;
-}
 
 class LibraryEmitter {
  public:
@@ -61,8 +44,10 @@ class LibraryEmitter {
     KILN_CHECK(has_library_source(n), "cuda: no library source for ", ir::op_name(n.op));
     if (ir::op_kind(n.op) == ir::OpKind::ArgReduce)
       emit_arg_reduce();
-    else if (ir::op_kind(n.op) == ir::OpKind::Scan)
-      emit_scan();
+    else if (n.op == Op::CumMaxIndex || n.op == Op::CumMinIndex)
+      emit_scan_positions();
+    else if (n.op == Op::SearchSorted)
+      emit_search_sorted();
     else if (n.op == Op::IndexSelect || n.op == Op::Gather)
       emit_gather();
     else if (n.op == Op::IndexAdd || n.op == Op::ScatterAdd)
@@ -79,23 +64,7 @@ class LibraryEmitter {
   void line(const std::string& text) { out << indent << text << '\n'; }
 
   void begin(const std::string& function) {
-    std::vector<std::string> params;
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      params.push_back(std::string("const ") + storage_type(n.inputs[i].node->dtype) + "* __restrict__ in" +
-                       std::to_string(i));
-    std::vector<ViewParams> views{out_shape};
-    views.insert(views.end(), inputs.begin(), inputs.end());
-    if (writes_view(n.op)) views.push_back(target);
-    for (size_t v = 0; v < views.size(); ++v) {
-      if (v > 0) params.push_back("long long " + views[v].offset());
-      for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].size(d));
-      if (v > 0)
-        for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].stride(d));
-    }
-    params.push_back(std::string(storage_type(n.dtype)) + "* __restrict__ out");
-    out << "extern \"C\" __global__ void __launch_bounds__(" << kBlockThreads << ") " << function << "(";
-    for (size_t i = 0; i < params.size(); ++i) out << (i ? ",\n    " : "") << params[i];
-    out << ") {\n";
+    out << library_signature(n, function);
     indent = "  ";
   }
   void end() { out << "}\n"; }
@@ -152,8 +121,8 @@ class LibraryEmitter {
   }
 
   int64_t dim() const { return n.ints[0]; }
-  std::vector<std::string> with_dim(std::vector<std::string> c, const std::string& at) const {
-    c[size_t(dim())] = at;
+  std::vector<std::string> with_dim(std::vector<std::string> c, const std::string& at, size_t d = size_t(-1)) const {
+    c[d == size_t(-1) ? size_t(dim()) : d] = at;
     return c;
   }
 
@@ -259,10 +228,9 @@ class LibraryEmitter {
     });
   }
 
-  // A thread per row along the dim walks it in order, as codegen/scan_sort.cpp's routines: sums
-  // and products in float64 (int64, wrapping, for integers and bool), log-cum-sum-exp in float64,
-  // and the running maximum's (minimum's) position, NaN taking it and ties moving it later.
-  void emit_scan() {
+  // A thread per row along the dim walks it in order, as codegen/scan_sort.cpp's routine: the
+  // running maximum's (minimum's) position, NaN taking it and ties moving it later.
+  void emit_scan_positions() {
     const size_t axis = size_t(dim());
     const ScalarType t = n.inputs[0].node->dtype;
     const bool floating = t == kFloat || t == kDouble;
@@ -273,38 +241,41 @@ class LibraryEmitter {
         [&](const std::vector<std::string>& c) {
           line("const long long first = " + view_index(inputs[0], c) + ", out_first = " + out_index(c) + ";");
           const std::string x = "first + p * " + inputs[0].stride(axis), at = "out_first + p * (" + out_step + ")";
-          if (n.op == Op::CumMaxIndex || n.op == Op::CumMinIndex) {
-            const Value v0 = load(0, "first");
-            line(std::string("auto best = ") + "(" + value_type(t) + ")" + v0.code + ";");
-            line("long long best_at = 0;");
-            line("for (long long p = 0; p < " + inputs[0].size(axis) + "; ++p) {");
-            line(std::string("  const ") + value_type(t) + " v = " + load(0, x).code + ";");
-            const std::string better = n.op == Op::CumMaxIndex ? "v >= best" : "v <= best";
-            line("  if (" + (floating ? "isnan(v) || (!isnan(best) && " + better + ")" : better) + ") {");
-            line("    best = v;");
-            line("    best_at = p;");
-            line("  }");
-            line("  out[" + at + "] = best_at;");
-            line("}");
-            return;
-          }
-          const ScalarType acc = floating ? kDouble : kLong;
-          const std::string identity = n.op == Op::CumProd        ? (floating ? "1.0" : "1LL")
-                                       : n.op == Op::LogCumSumExp ? "(-kiln_infinity())"
-                                                                  : (floating ? "0.0" : "0LL");
-          line(std::string(value_type(acc)) + " acc = " + identity + ";");
+          line(std::string("auto best = ") + "(" + value_type(t) + ")" + load(0, "first").code + ";");
+          line("long long best_at = 0;");
           line("for (long long p = 0; p < " + inputs[0].size(axis) + "; ++p) {");
-          const std::string v = convert(load(0, x), acc);
-          if (n.op == Op::LogCumSumExp)
-            line("  acc = kiln_log_add_exp(" + v + ", acc);");
-          else if (n.op == Op::CumProd)
-            line("  acc = " + std::string(floating ? "acc * " + v : "kiln_wrapping_mul(acc, " + v + ")") + ";");
-          else
-            line("  acc = " + std::string(floating ? "acc + " + v : "kiln_wrapping_add(acc, " + v + ")") + ";");
-          line("  out[" + at + "] = " + stored(Value{"acc", acc}) + ";");
+          line(std::string("  const ") + value_type(t) + " v = " + load(0, x).code + ";");
+          const std::string better = n.op == Op::CumMaxIndex ? "v >= best" : "v <= best";
+          line("  if (" + (floating ? "isnan(v) || (!isnan(best) && " + better + ")" : better) + ") {");
+          line("    best = v;");
+          line("    best_at = p;");
+          line("  }");
+          line("  out[" + at + "] = best_at;");
           line("}");
         },
         axis);
+  }
+
+  // Each value's insertion point in its row of the sorted sequence (input 0, expanded to the
+  // values' leading dims by the frontend), by codegen/scan_sort.cpp's binary search on plain IEEE
+  // comparisons.
+  void emit_search_sorted() {
+    const size_t last = out_shape.rank - 1;
+    const ViewParams &sequence = inputs[0], &values = inputs[1];
+    loop(out_shape, [&](const std::vector<std::string>& c) {
+      line(std::string("const ") + value_type(n.inputs[1].node->dtype) + " x = " + load(1, view_index(values, c)).code +
+           ";");
+      line("const long long row = " + view_index(sequence, with_dim(c, "0", last)) + ";");
+      line("long long start = 0, end = " + sequence.size(last) + ";");
+      line("while (start < end) {");
+      line("  const long long mid = start + ((end - start) >> 1);");
+      line(std::string("  const ") + value_type(n.inputs[0].node->dtype) +
+           " m = " + load(0, "row + mid * " + sequence.stride(last)).code + ";");
+      line(std::string("  if (") + (n.ints[0] != 0 ? "!(m > x)" : "!(m >= x)") + ") start = mid + 1;");
+      line("  else end = mid;");
+      line("}");
+      line("out[i] = start;");
+    });
   }
 
   const Node& n;
@@ -327,8 +298,11 @@ bool has_library_source(const Node& n) {
     case ir::OpKind::Cat:
     case ir::OpKind::WriteView: return true;
     case ir::OpKind::Matmul: return false;  // matmul and bmm are cuBLAS calls, not generated
-    case ir::OpKind::Scan: return true;     // a thread per row
-    case ir::OpKind::Sort: return false;    // sorts along a dim: no CUDA source yet (the host runs them)
+    case ir::OpKind::Scan: return true;     // value scans a block per long row (library_rows.cpp), or a thread per row
+    case ir::OpKind::Sort: {                // the frontend widens other dtypes (frontend/scan_sort.cpp)
+      const ScalarType t = n.inputs.back().node->dtype;
+      return t == kBool || t == kLong || t == kFloat || t == kDouble;
+    }
     case ir::OpKind::Leaf:
     case ir::OpKind::Unary:
     case ir::OpKind::Binary:
@@ -357,6 +331,9 @@ std::vector<int64_t> library_scalars(const fusion::Kernel& k) {
     scalars.insert(scalars.end(), views[v].sizes.begin(), views[v].sizes.end());
     if (v > 0) scalars.insert(scalars.end(), views[v].strides.begin(), views[v].strides.end());
   }
+  // A sort's attributes (direction, k, ...) are arguments: one kernel serves every k of a topk.
+  if (library_workspace(*k.library_node))
+    scalars.insert(scalars.end(), k.library_node->ints.begin(), k.library_node->ints.end());
   return scalars;
 }
 
@@ -366,7 +343,45 @@ int64_t library_work(const fusion::Kernel& k) {
   return work;
 }
 
-std::string library_source(const Node& n, const std::string& name) { return LibraryEmitter(n, name).emit(); }
+std::vector<ir::View> argument_views(const Node& n) {
+  std::vector<ir::View> views{ir::View{n.shape, {}, 0}};
+  for (const auto& in : n.inputs) views.push_back(in.view);
+  if (writes_view(n.op)) views.push_back(ir::unpack_view(n.ints));
+  return views;
+}
+
+bool library_workspace(const Node& n) { return ir::op_kind(n.op) == ir::OpKind::Sort && n.op != Op::SearchSorted; }
+
+std::string library_signature(const Node& n, const std::string& function) {
+  std::vector<std::string> params;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    params.push_back(std::string("const ") + storage_type(n.inputs[i].node->dtype) + "* __restrict__ in" +
+                     std::to_string(i));
+  std::vector<ViewParams> views{ViewParams{"out_", n.shape.size()}};
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    views.push_back(ViewParams{"in" + std::to_string(i) + "_", n.inputs[i].view.sizes.size()});
+  if (writes_view(n.op)) views.push_back(ViewParams{"target_", ir::unpack_view(n.ints).sizes.size()});
+  for (size_t v = 0; v < views.size(); ++v) {
+    if (v > 0) params.push_back("long long " + views[v].offset());
+    for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].size(d));
+    if (v > 0)
+      for (size_t d = 0; d < views[v].rank; ++d) params.push_back("long long " + views[v].stride(d));
+  }
+  if (library_workspace(n))
+    for (size_t i = 0; i < n.ints.size(); ++i) params.push_back("long long attr" + std::to_string(i));
+  params.push_back(std::string(storage_type(n.dtype)) + "* __restrict__ out");
+  if (library_workspace(n)) params.push_back("unsigned long long* __restrict__ work");
+  std::string text = std::string("extern \"C\" __global__ void __launch_bounds__(") + std::to_string(kBlockThreads) +
+                     ") " + function + "(";
+  for (size_t i = 0; i < params.size(); ++i) text += (i ? ",\n    " : "") + params[i];
+  return text + ") {\n";
+}
+
+std::string library_source(const Node& n, const std::string& name) {
+  if (library_workspace(n)) return sort_rows_source(n, name);
+  if (n.op == Op::CumSum || n.op == Op::CumProd || n.op == Op::LogCumSumExp) return scan_rows_source(n, name);
+  return LibraryEmitter(n, name).emit();
+}
 
 bool library_has_init(const Node& n) { return is_scatter(n.op); }
 

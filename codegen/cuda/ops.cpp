@@ -438,6 +438,9 @@ template <>
 __device__ __forceinline__ bool kiln_shuffle_down<bool>(bool v, int offset) {
   return __shfl_down_sync(0xffffffffu, (int)v, offset) != 0;
 }
+// The value `offset` lanes up the warp (a lane below `offset` gets its own).
+template <class T>
+__device__ __forceinline__ T kiln_shuffle_up(T v, int offset) { return __shfl_up_sync(0xffffffffu, v, offset); }
 )cuda";
 
 constexpr const char* kCmathShim = R"cuda(

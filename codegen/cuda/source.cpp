@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "codegen/cuda/emitter.h"
+#include "codegen/cuda/library.h"
 #include "codegen/cuda/ops.h"
 #include "runtime/error.h"
 #include "runtime/hash.h"
@@ -372,6 +373,7 @@ LaunchDims launch_dims(const Kernel& k, int sm_count) {
   const int64_t sms = std::max(sm_count, 1);
   auto blocks_for = [](int64_t work, int64_t cap) { return uint32_t(std::max<int64_t>(1, std::min(work, cap))); };
   if (k.kind == Kernel::Kind::Library) {
+    if (rows_launch_dims(*k.library_node, sm_count, dims)) return dims;
     dims.grid = blocks_for((library_work(k) + kBlockThreads - 1) / kBlockThreads, sms * 8);
     return dims;
   }

@@ -1,7 +1,7 @@
 // CUDA C for the kernels of a flush (fusion::Kernel, the list every backend receives), one
 // __global__ function per kernel, and what launching it takes. Of the library kernels, gathers,
-// scatters, cat, view writes, arg-reductions and scans have source here (library.cpp); matmul and
-// bmm are cuBLAS calls, sorts run on the host (has_library_source says which).
+// scatters, cat, view writes, arg-reductions, scans and sorts have source here (library.cpp,
+// library_rows.cpp); matmul and bmm are cuBLAS calls (has_library_source says which).
 //
 // How a kernel list becomes launches (what a launcher calls, per kernel of fusion::Partition):
 //   1. if !has_cuda_source(k): run it as a library call;
@@ -19,8 +19,9 @@
 //      memory, on the segment's stream.
 // A library kernel with source (Layout::Pointwise, 64-bit indices) takes other arguments: a
 // device pointer per input of k.library_node (in input order), then library_scalars(k) as `long
-// long`, then the output pointer. Where init_name is set (the scatters and view writes), it is
-// launched first with the same arguments and grid (it copies the base into the output), then name.
+// long`, then the output pointer, then where library_workspace(node) says a workspace pointer
+// (launch_dims(...).workspace_bytes, at least 8; 8-byte aligned). Where init_name is set (the scatters and view
+// writes), it is launched first with the same arguments and grid (it copies the base into the output), then name.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,8 +55,11 @@ bool has_cuda_source(const fusion::Kernel& k);
 // Whether a library node's kernel is generated here (not a cuBLAS call).
 bool has_library_source(const ir::Node& n);
 // A library kernel's scalar arguments: the output's sizes; per input of the node, its view's
-// offset, sizes and strides; for WriteView and AddView, the target view's offset, sizes, strides.
+// offset, sizes and strides; for WriteView and AddView, the target view's offset, sizes, strides;
+// for a sort of rows (library_workspace), the node's ints.
 std::vector<int64_t> library_scalars(const fusion::Kernel& k);
+// Whether a library node's kernel takes a workspace after its output (the sorts of rows).
+bool library_workspace(const ir::Node& n);
 // Whether every index the kernel computes (its domain's elements, each read's reach) fits int32
 // with room for a grid-stride loop's last step.
 bool fits_int32_indices(const fusion::Kernel& k);
