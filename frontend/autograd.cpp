@@ -104,6 +104,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   auto acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
   acc->output_shapes = {t.sizes().vec()};
   acc->output_dtypes = {t.dtype()};
+  acc->output_devices = {t.device()};
   m.grad_accumulator = acc;
   return acc;
 }
@@ -247,7 +248,8 @@ void run_engine(GraphTask& task, const std::vector<Edge>& roots, const tensor_li
     // A leaf that no gradient reached (a custom backward returned none) keeps its .grad as it was.
     const bool nothing_reached = is_leaf_acc && !grads[0].defined();
     for (size_t i = 0; i < grads.size() && !nothing_reached; ++i)
-      if (!grads[i].defined()) grads[i] = zeros(fn->output_shapes[i], fn->output_dtypes[i]);
+      if (!grads[i].defined())
+        grads[i] = zeros(fn->output_shapes[i], TensorOptions(fn->output_dtypes[i]).device(fn->output_devices.at(i)));
     // Tensor hooks see (and may replace) the gradient before it is used.
     if (auto it = hook_owners.find(fn); it != hook_owners.end() && !nothing_reached)
       for (const HookRef& ref : it->second)
@@ -557,6 +559,7 @@ void attach_custom(const std::shared_ptr<CustomNodeBase>& node, const tensor_lis
       Tensor& out = outputs[i];
       node->output_shapes.push_back(out.sizes().vec());
       node->output_dtypes.push_back(out.dtype());
+      node->output_devices.push_back(out.device());
       bool differentiable = out.is_floating_point();
       for (auto* nd : node->ctx.non_differentiable_) differentiable &= nd != out.unsafeGetTensorImpl();
       if (!differentiable) continue;

@@ -34,7 +34,7 @@ Tensor pad2d(const Tensor& x, int64_t top, int64_t bottom, int64_t left, int64_t
   Shape strides = contiguous_strides(padded);
   const ir::View place{x.sizes().vec(), strides, top * strides[r - 2] + left};  // x's in the padded layout
   const int64_t n = numel_of(padded);
-  Tensor out = detail::primitive(ir::Op::WriteView, {full({n}, value, x.dtype()), x}, {n}, x.dtype(),
+  Tensor out = detail::primitive(ir::Op::WriteView, {full({n}, value, x.options()), x}, {n}, x.dtype(),
                                  detail::Attrs{ir::pack_view(place)});
   return detail::named(out.view(padded), "ConstantPadNdBackward0", {x});
 }

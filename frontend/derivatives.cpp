@@ -215,11 +215,11 @@ const Row kRows[] = {
        return {ga, gb};
      }, {0b10, 0b01}}},
     {Op::IndexSelect, {"IndexSelectBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
-       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       Tensor base = zeros(a.in_shapes[0], a.grad.options());
        return {primitive(Op::IndexAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
      }}},
     {Op::Gather, {"GatherBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
-       Tensor base = zeros(a.in_shapes[0], a.grad.dtype());
+       Tensor base = zeros(a.in_shapes[0], a.grad.options());
        return {primitive(Op::ScatterAdd, {base, a.in[1], a.grad}, a.in_shapes[0], a.grad.dtype(), a.attrs), Tensor()};
      }}},
     {Op::IndexAdd, {"IndexAddBackward0", kIn1, false, [](const BackwardArgs& a) -> TL {
@@ -347,6 +347,7 @@ void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs
   for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
   node->output_shapes = {Shape(out.sizes())};
   node->output_dtypes = {out.dtype()};
+  node->output_devices = {out.device()};
   node->save(inputs, attrs);
   set_history(out, node);
   node->save_output(out);
@@ -448,7 +449,7 @@ Tensor as_strided(const Tensor& t, const ir::View& window) {
 // Overlapping windows (convolution, pooling) accumulate: AddView, not WriteView. The gradient is
 // read through its own view, so a permuted or expanded one costs no copy first.
 Tensor embed(const Tensor& g, const Shape& shape, const ir::View& window) {
-  Tensor flat_zeros = zeros({numel_of(shape)}, g.dtype());
+  Tensor flat_zeros = zeros({numel_of(shape)}, g.options());
   Tensor out = primitive(ir::Op::AddView, {flat_zeros, g}, {numel_of(shape)}, g.dtype(), Attrs{ir::pack_view(window)});
   return out.reshape(shape);
 }

@@ -45,12 +45,15 @@ Tensor logit(const Tensor& x, std::optional<double> eps) {
   return named(log(z / (1 - z)), "LogitBackward0", {x});
 }
 
-Tensor isnan(const Tensor& x) { return x.is_floating_point() ? x != x : zeros(x.sizes(), kBool); }
+Tensor isnan(const Tensor& x) { return x.is_floating_point() ? x != x : zeros(x.sizes(), x.options().dtype(kBool)); }
 Tensor isinf(const Tensor& x) {
-  return x.is_floating_point() ? x.abs() == std::numeric_limits<double>::infinity() : zeros(x.sizes(), kBool);
+  return x.is_floating_point() ? x.abs() == std::numeric_limits<double>::infinity()
+                               : zeros(x.sizes(), x.options().dtype(kBool));
 }
 // x - x is 0 for finite x, NaN for NaN and infinities.
-Tensor isfinite(const Tensor& x) { return x.is_floating_point() ? (x - x) == 0 : ones(x.sizes(), kBool); }
+Tensor isfinite(const Tensor& x) {
+  return x.is_floating_point() ? (x - x) == 0 : ones(x.sizes(), x.options().dtype(kBool));
+}
 
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {

@@ -216,7 +216,7 @@ Tensor feature_dropout(const Tensor& input, double p, bool train) {
   mask_shape[0] = input.size(0);
   mask_shape[1] = input.size(1);
   // One draw per channel, as libtorch's feature noise draws it (bernoulli_ of 1 - p).
-  Tensor keep = bernoulli(zeros(mask_shape, input.dtype()), 1 - p);
+  Tensor keep = bernoulli(zeros(mask_shape, input.options()), 1 - p);
   return input * (keep * (1.0 / (1 - p)));
 }
 

@@ -66,7 +66,7 @@ const Tensor& Tensor::resize_(IntArrayRef sizes, std::optional<MemoryFormat>) co
   const int64_t have = self.storage->numel;
   if (needed > have) {
     Tensor old = detail::alias(*this, Shape{have}, Shape{1}, 0);
-    Tensor grown = cat({old, zeros({needed - have}, dtype())});
+    Tensor grown = cat({old, zeros({needed - have}, options())});
     self.storage = grown.unsafeGetTensorImpl()->storage;
     self.view_base.reset();
   }

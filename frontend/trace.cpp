@@ -36,10 +36,13 @@ Tensor wrap(ir::NodePtr node) {
 }
 
 namespace {
-// Host tensors that may join tensors on a CUDA device, as libtorch lets a CPU scalar: 0-dim
-// ones, and constant fills (zeros, full), which are no memory at all until a kernel reads them.
+// Host tensors that may join tensors on a CUDA device, as libtorch lets a CPU scalar: 0-dim ones,
+// kiln's scalar constants (detail::constant) broadcast to a shape, and what is computed from those
+// alone (a derivative's `e - 1` of a scalar exponent). A constant fill made without a device
+// (torch::zeros({2})) is a CPU tensor like any other.
 bool device_neutral(const Storage& s, const Tensor& t) {
-  return s.cuda_device < 0 && (t.dim() == 0 || s.node->op == ir::Op::Const);
+  return s.cuda_device < 0 &&
+         (t.dim() == 0 || s.scalar_derived || (s.node->op == ir::Op::Const && s.node->shape.empty()));
 }
 
 [[noreturn]] void mixed_devices(ir::Op op, int first, int second) {
@@ -51,13 +54,16 @@ bool device_neutral(const Storage& s, const Tensor& t) {
 }
 
 // The device an op over `inputs` runs on (Storage::cuda_device), or kiln::Error if they are on
-// two: the one place every op passes through, so the error comes at the user's line.
-int common_device(ir::Op op, const Tensors& inputs) {
+// two: the one place every op passes through, so the error comes at the user's line. `neutral`:
+// whether every input is device_neutral.
+int common_device(ir::Op op, const Tensors& inputs, bool& neutral) {
   int device = -1;
   bool seen = false;
+  neutral = inputs.size() > 0;
   for (const auto& t : inputs) {
     const Storage& s = *t.unsafeGetTensorImpl()->storage;
     if (device_neutral(s, t)) continue;
+    neutral = false;
     if (!seen) {
       device = s.cuda_device;
       seen = true;
@@ -70,7 +76,8 @@ int common_device(ir::Op op, const Tensors& inputs) {
 }  // namespace
 
 Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs attrs, bool broadcast) {
-  const int device = common_device(op, inputs);
+  bool neutral = false;
+  const int device = common_device(op, inputs, neutral);
   ir::Node n;
   n.op = op;
   n.dtype = dtype;
@@ -84,6 +91,7 @@ Tensor record(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype, Attrs at
   n.scalar = attrs.scalar;
   Tensor out = wrap(tracer::record(std::move(n)));
   out.unsafeGetTensorImpl()->storage->cuda_device = int16_t(device);
+  out.unsafeGetTensorImpl()->storage->scalar_derived = neutral;
   return out;
 }
 

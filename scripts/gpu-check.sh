@@ -84,7 +84,9 @@ run() {
   # Tensors computed on the GPU: the CUDA backend (codegen/cuda/launcher.h) against the
   # interpreter, then the device tests (FakeCuda.* ran above on the fake driver), then training.
   check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-300}" \
-    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*'
+    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*:CudaGpu.OpsMixing*'
+  check "ops mixing CPU and CUDA tensors throw; composites' fills on the device (CudaGpu.OpsMixing*)" \
+    "$tests" --gtest_filter='CudaGpu.OpsMixing*'
   check "sorts, topk, median, mode, searchsorted and block scans as device kernels (CudaGpu.SortsAndScans*)" \
     "$tests" --gtest_filter='CudaGpu.SortsAndScans*'
   check "kiln train --device cuda --epochs 1" "$kiln" train --device cuda --epochs 1 --data "$dir/data"

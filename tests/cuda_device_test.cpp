@@ -325,7 +325,7 @@ TEST_F(FakeCuda, TensorsCarryTheirDevice) {
                     "CUDA device 1 was asked for, but there is 1 CUDA device");
 }
 
-TEST_F(FakeCuda, OpsMixingDevicesNameTheOpAndBothDevices) {
+void ops_mixing_devices_name_the_op_and_both_devices(const torch::Device& cuda) {
   auto a = torch::ones({2, 3}).to(cuda), b = torch::rand({2, 3});
   EXPECT_THROW_WITH(a + b,
                     "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
@@ -345,9 +345,51 @@ TEST_F(FakeCuda, OpsMixingDevicesNameTheOpAndBothDevices) {
   EXPECT_TRUE((a * 2).is_cuda());
   EXPECT_TRUE((a * torch::tensor(3.f)).is_cuda());
   EXPECT_TRUE((torch::tensor(3.f) - a).is_cuda());
-  // Unlike libtorch, so does a constant fill (zeros, ones, full: no memory until read), which
-  // kiln's own derivatives make on the CPU.
-  EXPECT_TRUE((a + torch::ones({2, 3})).is_cuda());
+  EXPECT_TRUE((a * torch::zeros({})).is_cuda());
+  // A constant fill made without a device is a CPU tensor, as in libtorch.
+  EXPECT_THROW_WITH(a + torch::ones({2, 3}),
+                    "found at least two devices, cuda:0 and cpu! (when checking the inputs of add)");
+  EXPECT_THROW_WITH(torch::zeros({3}) * a,
+                    "found at least two devices, cpu and cuda:0! (when checking the inputs of mul)");
+  EXPECT_THROW_WITH(torch::where(a > 0, a, torch::full({2, 3}, 7.f)), "found at least two devices, ");
+  EXPECT_THROW_WITH(torch::cat({a, torch::zeros({1, 3})}), "found at least two devices");
+  EXPECT_THROW_WITH(a.index_select(0, torch::zeros({2}, torch::kLong)), "found at least two devices");
+  EXPECT_TRUE((a + torch::ones({2, 3}, cuda)).is_cuda());
+}
+TEST_F(FakeCuda, OpsMixingDevicesNameTheOpAndBothDevices) { ops_mixing_devices_name_the_op_and_both_devices(cuda); }
+
+// Ops whose composites make fills of their own make them on their input's device: nothing of
+// theirs is a CPU tensor beside a CUDA one, forward or backward.
+void composites_make_their_fills_on_the_inputs_device(const torch::Device& cuda) {
+  namespace F = torch::nn::functional;
+  torch::manual_seed(2);
+  const auto x = torch::randn({2, 4, 3, 3}), dx = x.to(cuda).requires_grad_(true);
+  const auto longs = torch::randint(0, 5, {2, 3}, torch::kLong);
+  expect_equal(torch::isnan(longs.to(cuda)).to(torch::kFloat), torch::isnan(longs).to(torch::kFloat));
+  expect_equal(torch::isinf(longs.to(cuda)).to(torch::kFloat), torch::isinf(longs).to(torch::kFloat));
+  expect_equal(torch::isfinite(longs.to(cuda)).to(torch::kFloat), torch::isfinite(longs).to(torch::kFloat));
+  auto padded = F::pad(dx, F::PadFuncOptions({1, 2, 0, 1}).value(0.5));
+  expect_equal(padded, F::pad(x, F::PadFuncOptions({1, 2, 0, 1}).value(0.5)));
+  auto normed = F::local_response_norm(dx, F::LocalResponseNormFuncOptions(3));
+  expect_close(normed, F::local_response_norm(x, F::LocalResponseNormFuncOptions(3)));
+  (padded.sum() + normed.pow(2).sum() + std::get<0>(dx.reshape({2, -1}).max(1)).sum()).backward();
+  EXPECT_TRUE(dx.grad().is_cuda());
+  auto xc = x.clone().requires_grad_(true);
+  (F::pad(xc, F::PadFuncOptions({1, 2, 0, 1}).value(0.5)).sum() +
+   F::local_response_norm(xc, F::LocalResponseNormFuncOptions(3)).pow(2).sum() +
+   std::get<0>(xc.reshape({2, -1}).max(1)).sum())
+      .backward();
+  expect_close(dx.grad(), xc.grad());
+}
+TEST_F(FakeCuda, CompositesMakeTheirFillsOnTheInputsDevice) { composites_make_their_fills_on_the_inputs_device(cuda); }
+
+// The same on a GPU (scripts/gpu-check.sh).
+TEST(CudaGpu, OpsMixingDevicesThrowAndCompositesStayOnTheDevice) {
+  if (!kiln::cuda_driver::available() || kiln::cuda_driver::fake_device())
+    GTEST_SKIP() << "no CUDA device: " << kiln::cuda_driver::unavailable_reason();
+  const torch::Device cuda("cuda:0");
+  ops_mixing_devices_name_the_op_and_both_devices(cuda);
+  composites_make_their_fills_on_the_inputs_device(cuda);
 }
 
 TEST_F(FakeCuda, GradientsReturnToTheDeviceOfTheirInput) {

@@ -143,6 +143,7 @@ StoragePtr new_storage_over_memory(ir::NodePtr input) {
 void set_content(const StoragePtr& s, ir::NodePtr node) {
   s->node = node == s->memory ? std::move(node) : content_of_its_own(std::move(node));
   ++s->version;
+  s->scalar_derived = false;  // written: no longer known to come from scalars alone
   if (s->memory && (t_segment.memory_writes.empty() || t_segment.memory_writes.back() != s))
     t_segment.memory_writes.push_back(s);
   if (!s->node->computed()) t_segment.pending.push_back(s);

@@ -84,12 +84,12 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   const Tensor index = tensor(extended).view({1, batch, width}).expand({steps, batch, width});
   const Tensor emission = lp.gather(2, index);
   const Tensor can_skip = tensor(std::vector<double>(skip.begin(), skip.end())).view({batch, width}) > 0.5;
-  const Tensor unreachable = full({batch, 1}, kUnreachable, dtype);
+  const Tensor unreachable = full({batch, 1}, kUnreachable, lp.options().dtype(dtype));
   Tensor alpha = tensor(initial, dtype).view({batch, width}) + emission[0];
   for (int64_t t = 1; t < steps; ++t) {
     const Tensor from_previous = cat({unreachable, alpha.narrow(1, 0, width - 1)}, 1);
     Tensor from_skip = width > 2 ? cat({unreachable, unreachable, alpha.narrow(1, 0, width - 2)}, 1)
-                                 : full({batch, width}, kUnreachable, dtype);
+                                 : full({batch, width}, kUnreachable, lp.options().dtype(dtype));
     from_skip = where(can_skip, from_skip, kUnreachable);
     const Tensor next = stack({alpha, from_previous, from_skip}).logsumexp({0}) + emission[t];
     // Samples whose input has ended keep their last step's alpha.

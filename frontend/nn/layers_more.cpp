@@ -133,7 +133,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   }
   const int64_t d = weight.size(1), lmax = int64_t(longest);
   const double fill = mode == "max" ? -std::numeric_limits<double>::infinity() : 0.0;
-  const Tensor extended = cat({weight, full({1, d}, fill, weight.dtype())}, 0);
+  const Tensor extended = cat({weight, full({1, d}, fill, weight.options())}, 0);
   Tensor gathered = extended.index_select(0, tensor(row_table)).view({bags, lmax, d});
   if (options.scale_grad_by_freq() && weight.requires_grad() && autograd::GradMode::is_enabled()) {
     // Each entry's gradient divided by how often its row occurs in the input (the value unchanged:
@@ -148,7 +148,7 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
     gathered = fixed + (gathered - fixed) * tensor(scale, weight.dtype()).view({bags, lmax, 1});
   }
   if (psw.defined()) {
-    const Tensor w = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, weight.dtype())}, 0);
+    const Tensor w = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, weight.options())}, 0);
     gathered = gathered * w.index_select(0, tensor(entry_table)).view({bags, lmax, 1});
   }
   const Tensor count = tensor(counts, weight.dtype()).view({bags, 1});

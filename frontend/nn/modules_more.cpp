@@ -68,7 +68,7 @@ Tensor PadImplBase<D>::forward(const Tensor& input) const {
   Shape front_shape = inner.sizes().vec(), back_shape = front_shape;
   front_shape[front_shape.size() - 3] = front;
   back_shape[back_shape.size() - 3] = back;
-  return cat({full(front_shape, value_, input.dtype()), inner, full(back_shape, value_, input.dtype())}, -3);
+  return cat({full(front_shape, value_, input.options()), inner, full(back_shape, value_, input.options())}, -3);
 }
 
 template <size_t D>

@@ -106,7 +106,7 @@ Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptio
   Shape before = input.sizes().vec(), after = before;
   before[1] = size / 2;
   after[1] = (size - 1) / 2;
-  const Tensor padded = cat({zeros(before, input.dtype()), squares, zeros(after, input.dtype())}, 1);
+  const Tensor padded = cat({zeros(before, input.options()), squares, zeros(after, input.options())}, 1);
   Tensor window = padded.narrow(1, 0, c);
   for (int64_t j = 1; j < size; ++j) window = window + padded.narrow(1, j, c);
   const Tensor div = (window * (options.alpha() / double(size)) + options.k()).pow(options.beta());
