@@ -470,4 +470,34 @@ TEST(Cuda, KernelCacheLoadsFromDiskAndRebuildsDamagedEntries) {
   std::filesystem::remove_all(dir);
 }
 
+// A sort's launch: a block per row; rows past one shared-memory tile take a workspace of 32 bytes
+// per element and block, so long rows get fewer blocks (within 256 MiB, or one block).
+TEST(Cuda, SortLaunchesBoundTheirWorkspace) {
+  auto input = std::make_shared<ir::Node>();
+  input->op = ir::Op::Input;
+  input->dtype = kFloat;
+  auto launch = [&](int64_t rows, int64_t length) {
+    input->shape = {rows, length};
+    ir::Node sort;
+    sort.op = ir::Op::SortIndex;
+    sort.dtype = kLong;
+    sort.shape = input->shape;
+    sort.ints = {1, 0};
+    sort.inputs = {ir::Operand{input, ir::View{input->shape, {length, 1}, 0}}};
+    fusion::Kernel k;
+    k.kind = fusion::Kernel::Kind::Library;
+    k.library_node = &sort;
+    EXPECT_TRUE(cuda::has_cuda_source(k));
+    EXPECT_TRUE(cuda::library_workspace(sort));
+    return cuda::launch_dims(k, 132);
+  };
+  const cuda::LaunchDims small = launch(5000, 300), wide = launch(1000, 100000), single = launch(1, 1 << 24);
+  EXPECT_EQ(small.grid, 132u * 8);
+  EXPECT_EQ(small.workspace_bytes, 0u);  // rows within a tile stay in shared memory
+  EXPECT_EQ(wide.grid, uint32_t((int64_t(256) << 20) / (32 * 100000)));
+  EXPECT_EQ(wide.workspace_bytes, uint64_t(wide.grid) * 32 * 100000);
+  EXPECT_EQ(single.grid, 1u);
+  EXPECT_EQ(single.workspace_bytes, uint64_t(32) << 24);
+}
+
 }  // namespace

@@ -255,8 +255,13 @@ bool rows_launch_dims(const Node& n, int sm_count, LaunchDims& dims) {
   const int64_t rows = numel_of(n.inputs[0].view.sizes) / std::max<int64_t>(length, 1);
   const bool block_rows = sort || length >= kBlockScanLength;
   const int64_t blocks = block_rows ? rows : (rows + kBlockThreads - 1) / kBlockThreads;
-  dims.grid = uint32_t(std::max<int64_t>(1, std::min<int64_t>(blocks, sms * 8)));
-  if (sort && length > kSortTile) dims.workspace_bytes = uint64_t(dims.grid) * 4 * uint64_t(length) * 8;
+  int64_t grid = std::max<int64_t>(1, std::min<int64_t>(blocks, sms * 8));
+  if (sort && length > kSortTile) {  // 32 bytes per element and block: fewer blocks for long rows
+    constexpr int64_t kMostWorkspace = int64_t(256) << 20;
+    grid = std::max<int64_t>(1, std::min<int64_t>(grid, kMostWorkspace / (32 * length)));
+    dims.workspace_bytes = uint64_t(grid) * 4 * uint64_t(length) * 8;
+  }
+  dims.grid = uint32_t(grid);
   return true;
 }
 
