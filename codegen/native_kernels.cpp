@@ -1,0 +1,366 @@
+#include "codegen/native_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/parallel.h"
+
+// libmvec's vector exp (glibc's): loops over it call the 8-wide float form with AVX2.
+extern "C" double exp(double) noexcept __attribute__((simd("notinbranch")));
+extern "C" float expf(float) noexcept __attribute__((simd("notinbranch")));
+
+namespace kiln::codegen::native {
+namespace {
+
+inline float vexp(float x) { return expf(x); }
+inline double vexp(double x) { return exp(x); }
+
+// Elements per task below which a loop is not split (as the per-op kernels split theirs).
+constexpr int64_t kGrain = int64_t(1) << 15;
+
+// Runs f(task, first, end) over `tasks` contiguous ranges of [0, n), each at least `grain` long
+// where n allows, on kiln's threads.
+template <typename F>
+void for_ranges(int64_t n, int64_t grain, F&& f) {
+  int64_t tasks = std::min<int64_t>((n + grain - 1) / std::max<int64_t>(grain, 1), 4 * int64_t(get_num_threads()));
+  if (tasks <= 1) {
+    f(0, int64_t(0), n);
+    return;
+  }
+  struct Ctx {
+    F* f;
+    int64_t n, tasks;
+  } ctx{&f, n, tasks};
+  parallel_for(
+      int(tasks),
+      [](void* c, int i) {
+        auto& k = *static_cast<Ctx*>(c);
+        (*k.f)(int64_t(i), k.n * i / k.tasks, k.n * (i + 1) / k.tasks);
+      },
+      &ctx);
+}
+// The number of ranges for_ranges makes of n.
+int64_t ranges_of(int64_t n, int64_t grain) {
+  return std::max<int64_t>(
+      1, std::min<int64_t>((n + grain - 1) / std::max<int64_t>(grain, 1), 4 * int64_t(get_num_threads())));
+}
+int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)); }
+
+// The sum of f(0) ... f(n-1): blocks of 64 in 8 lanes of T (vectorized), blocks added in double:
+// within a few ulps of the float64 sum, as the compiled kernels' blocked sums.
+template <typename T, typename F>
+[[gnu::always_inline]] inline double blocked_sum(int64_t n, F f) {
+  constexpr int kLanes = 8;
+  constexpr int64_t kBlock = 64;
+  double total = 0;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T lanes[kLanes] = {};
+    for (int64_t k = 0; k < kBlock; k += kLanes)
+      for (int j = 0; j < kLanes; ++j) lanes[j] += f(i + k + j);
+    double block = 0;
+    for (int j = 0; j < kLanes; ++j) block += double(lanes[j]);
+    total += block;
+  }
+  for (; i < n; ++i) total += double(f(i));
+  return total;
+}
+
+template <typename T>
+[[gnu::always_inline]] inline T row_max(const T* __restrict__ x, int64_t n) {
+  constexpr int kLanes = 8;
+  T lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -INFINITY);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  T m = -INFINITY;
+  for (int j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// --- layer norm ---
+
+template <typename T>
+struct LayerNormArgs {
+  const T *x, *w, *b, *dy, *mean, *rstd;
+  T *y, *mean_out, *rstd_out, *dx;
+  double* partial;  // the backward's dw and db sums, 2 * cols per task
+  int64_t cols;
+  double eps;
+};
+
+// Compiled twice, for every x86-64 and for AVX2 (x86-64-v3), the CPU choosing when kiln loads.
+#define KILN_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+
+template <typename T>
+KILN_CLONES void layer_norm_rows(const LayerNormArgs<T>& a, int64_t r0, int64_t r1) {
+  const int64_t n = a.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ x = a.x + r * n;
+    T* __restrict__ y = a.y + r * n;
+    const T mean = T(blocked_sum<T>(n, [&](int64_t i) { return x[i]; }) / double(n));
+    const double var = blocked_sum<T>(n,
+                                      [&](int64_t i) {
+                                        const T d = x[i] - mean;
+                                        return d * d;
+                                      }) /
+                       double(n);
+    const T rstd = T(1 / std::sqrt(var + a.eps));
+    a.mean_out[r] = mean;
+    a.rstd_out[r] = rstd;
+    const T* __restrict__ w = a.w;
+    const T* __restrict__ b = a.b;
+    if (w && b)
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+    else if (w)
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i];
+    else if (b)
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd + b[i];
+    else
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd;
+  }
+}
+
+template <typename T>
+KILN_CLONES void layer_norm_backward_rows(const LayerNormArgs<T>& a, int64_t task, int64_t r0, int64_t r1) {
+  const int64_t n = a.cols;
+  double* __restrict__ dw = a.partial ? a.partial + 2 * n * task : nullptr;
+  double* __restrict__ db = dw ? dw + n : nullptr;
+  const T* __restrict__ w = a.w;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ x = a.x + r * n;
+    const T* __restrict__ dy = a.dy + r * n;
+    const T mean = a.mean[r], rstd = a.rstd[r];
+    if (dw)
+      for (int64_t i = 0; i < n; ++i) {
+        const T g = dy[i];
+        dw[i] += double(g * ((x[i] - mean) * rstd));
+        db[i] += double(g);
+      }
+    if (!a.dx) continue;
+    T* __restrict__ dx = a.dx + r * n;
+    double sum_g, sum_gx;
+    if (w) {
+      sum_g = blocked_sum<T>(n, [&](int64_t i) { return dy[i] * w[i]; });
+      sum_gx = blocked_sum<T>(n, [&](int64_t i) { return dy[i] * w[i] * ((x[i] - mean) * rstd); });
+    } else {
+      sum_g = blocked_sum<T>(n, [&](int64_t i) { return dy[i]; });
+      sum_gx = blocked_sum<T>(n, [&](int64_t i) { return dy[i] * ((x[i] - mean) * rstd); });
+    }
+    const T mean_g = T(sum_g / double(n)), mean_gx = T(sum_gx / double(n));
+    if (w)
+      for (int64_t i = 0; i < n; ++i) dx[i] = rstd * (dy[i] * w[i] - mean_g - (x[i] - mean) * rstd * mean_gx);
+    else
+      for (int64_t i = 0; i < n; ++i) dx[i] = rstd * (dy[i] - mean_g - (x[i] - mean) * rstd * mean_gx);
+  }
+}
+
+// --- softmax and cross-entropy ---
+
+template <typename T>
+KILN_CLONES void softmax_rows(const T* x_all, T* y_all, int64_t n, bool log, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ x = x_all + r * n;
+    T* __restrict__ y = y_all + r * n;
+    const T m = row_max(x, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = vexp(x[i] - m);
+    const double s = blocked_sum<T>(n, [&](int64_t i) { return y[i]; });
+    if (log) {
+      const T log_sum = T(std::log(s));
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+    } else {
+      const T scale = T(1 / s);
+      for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+    }
+  }
+}
+
+template <typename T>
+KILN_CLONES void softmax_backward_rows(const T* dy_all, const T* y_all, T* dx_all, int64_t n, bool log, int64_t r0,
+                                       int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ dy = dy_all + r * n;
+    const T* __restrict__ y = y_all + r * n;
+    T* __restrict__ dx = dx_all + r * n;
+    if (log) {
+      const T s = T(blocked_sum<T>(n, [&](int64_t i) { return dy[i]; }));
+      for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] - vexp(y[i]) * s;
+    } else {
+      const T s = T(blocked_sum<T>(n, [&](int64_t i) { return dy[i] * y[i]; }));
+      for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - s);
+    }
+  }
+}
+
+template <typename T>
+KILN_CLONES void cross_entropy_rows(const T* x_all, const int64_t* target, T* loss, double* lse, int64_t n,
+                                    int64_t ignore_index, T* __restrict__ e, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ x = x_all + r * n;
+    const T m = row_max(x, n);
+    for (int64_t i = 0; i < n; ++i) e[i] = vexp(x[i] - m);
+    const double log_sum = std::log(blocked_sum<T>(n, [&](int64_t i) { return e[i]; }));
+    lse[r] = double(m) + log_sum;
+    // Rounded as libtorch's log_softmax: (x[t] - max) - log(sum).
+    loss[r] = target[r] == ignore_index ? T(0) : -((x[target[r]] - m) - T(log_sum));
+  }
+}
+
+template <typename T>
+KILN_CLONES void cross_entropy_backward_rows(const T* x_all, const int64_t* target, const double* lse,
+                                             const double* scale, T* dx_all, int64_t n, int64_t ignore_index,
+                                             int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict__ x = x_all + r * n;
+    T* __restrict__ dx = dx_all + r * n;
+    if (target[r] == ignore_index) {
+      std::fill(dx, dx + n, T(0));
+      continue;
+    }
+    const T s = T(scale[r]), l = T(lse[r]);
+    for (int64_t i = 0; i < n; ++i) dx[i] = s * vexp(x[i] - l);
+    dx[target[r]] -= s;
+  }
+}
+
+// --- optimizers ---
+
+template <typename T, bool kDecay, bool kWeightDecay>
+KILN_CLONES void adam_range(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v,
+                            const AdamArgs& a, int64_t i0, int64_t i1) {
+  const T decay = T(a.decay), weight_decay = T(a.weight_decay), beta1 = T(a.beta1), beta2 = T(a.beta2);
+  const T one_minus_beta1 = T(1 - a.beta1), one_minus_beta2 = T(1 - a.beta2), eps = T(a.eps);
+  const T correction = T(a.sqrt_bias_correction2), minus_step = T(-a.step_size);
+  for (int64_t i = i0; i < i1; ++i) {
+    T pi = p[i];
+    if constexpr (kDecay) pi = pi * decay;
+    T gi = g[i];
+    if constexpr (kWeightDecay) gi = gi + pi * weight_decay;
+    const T mi = m[i] * beta1 + gi * one_minus_beta1;
+    const T vi = v[i] * beta2 + gi * gi * one_minus_beta2;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi + minus_step * (mi / (std::sqrt(vi) / correction + eps));
+  }
+}
+
+template <typename T, bool kMomentum>
+KILN_CLONES void sgd_range(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf, const SgdArgs& a,
+                           int64_t i0, int64_t i1) {
+  const T weight_decay = T(a.weight_decay), momentum = T(a.momentum), keep = T(1 - a.dampening), minus_lr = T(-a.lr);
+  for (int64_t i = i0; i < i1; ++i) {
+    T d = g[i];
+    if (a.weight_decay != 0) d = d + p[i] * weight_decay;
+    if constexpr (kMomentum) {
+      const T b = buf[i] * momentum + d * keep;
+      buf[i] = b;
+      d = a.nesterov ? d + b * momentum : b;
+    }
+    p[i] = p[i] + d * minus_lr;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t cols,
+                        double eps) {
+  LayerNormArgs<T> a{x, w, b, nullptr, nullptr, nullptr, y, mean, rstd, nullptr, nullptr, cols, eps};
+  for_ranges(rows, row_grain(cols), [&](int64_t, int64_t r0, int64_t r1) { layer_norm_rows(a, r0, r1); });
+}
+
+template <typename T>
+void layer_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
+                         int64_t rows, int64_t cols) {
+  const int64_t grain = row_grain(cols);
+  std::vector<double> partial(dw || db ? size_t(2 * cols * ranges_of(rows, grain)) : 0);
+  LayerNormArgs<T> a{
+      x,    w, nullptr, dy, mean, rstd, nullptr, nullptr, nullptr, dx, partial.empty() ? nullptr : partial.data(),
+      cols, 0};
+  for_ranges(rows, grain, [&](int64_t task, int64_t r0, int64_t r1) { layer_norm_backward_rows(a, task, r0, r1); });
+  if (partial.empty()) return;
+  const int64_t tasks = int64_t(partial.size()) / (2 * cols);
+  for (int64_t i = 0; i < cols; ++i) {
+    double sw = 0, sb = 0;
+    for (int64_t t = 0; t < tasks; ++t) {
+      sw += partial[size_t(2 * cols * t + i)];
+      sb += partial[size_t(2 * cols * t + cols + i)];
+    }
+    if (dw) dw[i] = T(sw);
+    if (db) db[i] = T(sb);
+  }
+}
+
+template <typename T>
+void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
+  for_ranges(rows, row_grain(cols), [&](int64_t, int64_t r0, int64_t r1) { softmax_rows(x, y, cols, log, r0, r1); });
+}
+
+template <typename T>
+void softmax_backward(const T* dy, const T* y, T* dx, int64_t rows, int64_t cols, bool log) {
+  for_ranges(rows, row_grain(cols),
+             [&](int64_t, int64_t r0, int64_t r1) { softmax_backward_rows(dy, y, dx, cols, log, r0, r1); });
+}
+
+template <typename T>
+void cross_entropy_forward(const T* x, const int64_t* target, T* loss, double* lse, int64_t rows, int64_t cols,
+                           int64_t ignore_index) {
+  for_ranges(rows, row_grain(cols), [&](int64_t, int64_t r0, int64_t r1) {
+    std::vector<T> e(static_cast<size_t>(cols));  // a row's exponentials
+    cross_entropy_rows(x, target, loss, lse, cols, ignore_index, e.data(), r0, r1);
+  });
+}
+
+template <typename T>
+void cross_entropy_backward(const T* x, const int64_t* target, const double* lse, const double* scale, T* dx,
+                            int64_t rows, int64_t cols, int64_t ignore_index) {
+  for_ranges(rows, row_grain(cols), [&](int64_t, int64_t r0, int64_t r1) {
+    cross_entropy_backward_rows(x, target, lse, scale, dx, cols, ignore_index, r0, r1);
+  });
+}
+
+template <typename T>
+void adam_step(T* p, const T* g, T* m, T* v, int64_t n, const AdamArgs& a) {
+  const bool decay = a.decay != 1, weight_decay = a.weight_decay != 0;
+  for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) {
+    if (decay && weight_decay)
+      adam_range<T, true, true>(p, g, m, v, a, i0, i1);
+    else if (decay)
+      adam_range<T, true, false>(p, g, m, v, a, i0, i1);
+    else if (weight_decay)
+      adam_range<T, false, true>(p, g, m, v, a, i0, i1);
+    else
+      adam_range<T, false, false>(p, g, m, v, a, i0, i1);
+  });
+}
+
+template <typename T>
+void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a) {
+  for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) {
+    if (buf)
+      sgd_range<T, true>(p, g, buf, a, i0, i1);
+    else
+      sgd_range<T, false>(p, g, buf, a, i0, i1);
+  });
+}
+
+#define KILN_NATIVE_KERNELS(T)                                                                                 \
+  template void layer_norm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);     \
+  template void layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
+                                       int64_t);                                                               \
+  template void softmax_forward<T>(const T*, T*, int64_t, int64_t, bool);                                      \
+  template void softmax_backward<T>(const T*, const T*, T*, int64_t, int64_t, bool);                           \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, double*, int64_t, int64_t, int64_t);    \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const double*, const double*, T*, int64_t, \
+                                          int64_t, int64_t);                                                   \
+  template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                  \
+  template void sgd_step<T>(T*, const T*, T*, int64_t, const SgdArgs&);
+KILN_NATIVE_KERNELS(float)
+KILN_NATIVE_KERNELS(double)
+#undef KILN_NATIVE_KERNELS
+
+}  // namespace kiln::codegen::native

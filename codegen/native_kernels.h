@@ -1,0 +1,61 @@
+// Kernels of whole libtorch ops, compiled when kiln is built, that eager mode (KILN_LAZY=0) runs
+// in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax,
+// log-softmax and cross-entropy over contiguous rows, each forward and backward in one pass over
+// a row that stays in cache, saving per-row statistics only (as libtorch's native kernels do);
+// and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy
+// mode never runs them: it fuses the composites. T is float or double; float rows are computed
+// in float with blocked sums added in double, float64 rows in double. Rows are split across
+// kiln's threads.
+#pragma once
+#include <cstdint>
+
+namespace kiln::codegen::native {
+
+// y = (x - mean) * rstd * w + b over rows of `cols`; mean and rstd (1 / sqrt(var + eps), the
+// biased variance) per row. w and b may be null.
+template <typename T>
+void layer_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t cols,
+                        double eps);
+// The gradients from dy and the saved statistics: dx (if not null), and dw and db (if not null:
+// sums over the rows of dy * xhat and of dy). w may be null.
+template <typename T>
+void layer_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
+                         int64_t rows, int64_t cols);
+
+// softmax (log: log_softmax) of each row.
+template <typename T>
+void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log);
+// dx from dy and the saved output y: y * (dy - sum(dy * y)), or (log) dy - exp(y) * sum(dy).
+template <typename T>
+void softmax_backward(const T* dy, const T* y, T* dx, int64_t rows, int64_t cols, bool log);
+
+// Cross-entropy with class indices: loss[i] = logsumexp(x[i]) - x[i][target[i]], 0 where the
+// target is ignore_index; lse[i] saved (float64). Targets are in range (the caller checked).
+template <typename T>
+void cross_entropy_forward(const T* x, const int64_t* target, T* loss, double* lse, int64_t rows, int64_t cols,
+                           int64_t ignore_index);
+// dx[i] = scale[i] * (softmax(x[i]) - onehot(target[i])), zero where the target is ignored.
+template <typename T>
+void cross_entropy_backward(const T* x, const int64_t* target, const double* lse, const double* scale, T* dx,
+                            int64_t rows, int64_t cols, int64_t ignore_index);
+
+// One Adam (AdamW) step over n elements, updated in place as libtorch 1.13's Adam does it op by
+// op (in T): p *= decay; g += weight_decay * p; m = m * beta1 + (1 - beta1) * g;
+// v = v * beta2 + (1 - beta2) * g * g; p += -step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps).
+struct AdamArgs {
+  double decay = 1, weight_decay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, step_size = 1e-3,
+         sqrt_bias_correction2 = 1;
+};
+template <typename T>
+void adam_step(T* p, const T* g, T* m, T* v, int64_t n, const AdamArgs& a);
+// One SGD step in place, as libtorch 1.13's: g += weight_decay * p; with momentum
+// buf = buf * momentum + (1 - dampening) * g, g = nesterov ? g + momentum * buf : buf;
+// p += -lr * g. buf null: no momentum (the first step, which starts buf at g, is the caller's).
+struct SgdArgs {
+  double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+template <typename T>
+void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a);
+
+}  // namespace kiln::codegen::native
