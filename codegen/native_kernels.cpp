@@ -7,15 +7,23 @@
 #include "runtime/config.h"
 #include "runtime/parallel.h"
 
-// libmvec's vector exp (glibc's): loops over it call the 8-wide float form with AVX2.
+// libmvec's vector forms (glibc's): loops over them call the 8-wide float forms with AVX2.
 extern "C" double exp(double) noexcept __attribute__((simd("notinbranch")));
 extern "C" float expf(float) noexcept __attribute__((simd("notinbranch")));
+extern "C" double erf(double) noexcept __attribute__((simd("notinbranch")));
+extern "C" float erff(float) noexcept __attribute__((simd("notinbranch")));
+extern "C" double tanh(double) noexcept __attribute__((simd("notinbranch")));
+extern "C" float tanhf(float) noexcept __attribute__((simd("notinbranch")));
 
 namespace kiln::codegen::native {
 namespace {
 
 inline float vexp(float x) { return expf(x); }
 inline double vexp(double x) { return exp(x); }
+inline float verf(float x) { return erff(x); }
+inline double verf(double x) { return erf(x); }
+inline float vtanh(float x) { return tanhf(x); }
+inline double vtanh(double x) { return tanh(x); }
 
 // Elements per task below which a loop is not split (as the per-op kernels split theirs).
 constexpr int64_t kGrain = int64_t(1) << 15;
@@ -125,22 +133,34 @@ KILN_CLONES void layer_norm_rows(const LayerNormArgs<T>& a, int64_t r0, int64_t 
   }
 }
 
+// dw and db sum over rows in T, 32 rows at a time (`block`: 2 * cols), then into the task's
+// float64 sums.
+constexpr int64_t kRowBlock = 32;
+
 template <typename T>
-KILN_CLONES void layer_norm_backward_rows(const LayerNormArgs<T>& a, int64_t task, int64_t r0, int64_t r1) {
+KILN_CLONES void layer_norm_backward_rows(const LayerNormArgs<T>& a, T* __restrict__ block, int64_t task, int64_t r0,
+                                          int64_t r1) {
   const int64_t n = a.cols;
   double* __restrict__ dw = a.partial ? a.partial + 2 * n * task : nullptr;
-  double* __restrict__ db = dw ? dw + n : nullptr;
+  T* __restrict__ block_dw = block;
+  T* __restrict__ block_db = block ? block + n : nullptr;
   const T* __restrict__ w = a.w;
   for (int64_t r = r0; r < r1; ++r) {
     const T* __restrict__ x = a.x + r * n;
     const T* __restrict__ dy = a.dy + r * n;
     const T mean = a.mean[r], rstd = a.rstd[r];
-    if (dw)
+    if (dw) {
       for (int64_t i = 0; i < n; ++i) {
         const T g = dy[i];
-        dw[i] += double(g * ((x[i] - mean) * rstd));
-        db[i] += double(g);
+        block_dw[i] += g * ((x[i] - mean) * rstd);
+        block_db[i] += g;
       }
+      if ((r - r0) % kRowBlock == kRowBlock - 1 || r == r1 - 1)
+        for (int64_t i = 0; i < 2 * n; ++i) {
+          dw[i] += double(block[i]);
+          block[i] = T(0);
+        }
+    }
     if (!a.dx) continue;
     T* __restrict__ dx = a.dx + r * n;
     double sum_g, sum_gx;
@@ -227,6 +247,38 @@ KILN_CLONES void cross_entropy_backward_rows(const T* x_all, const int64_t* targ
   }
 }
 
+// --- GELU ---
+
+// As the composite (frontend/elementwise.cpp): x * (erf(x / sqrt(2)) * 0.5 + 0.5), or
+// x * 0.5 * (tanh(k * (x + 0.044715 x^3)) + 1) with k = sqrt(2 / pi).
+constexpr double kGeluTanhScale = 0.7978845608028654, kGeluCubic = 0.044715;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
+
+template <typename T>
+KILN_CLONES void gelu_range(const T* __restrict__ x, T* __restrict__ y, bool tanh_form, int64_t i0, int64_t i1) {
+  const T half = T(0.5), k = T(kGeluTanhScale), c = T(kGeluCubic), r = T(M_SQRT1_2);
+  if (tanh_form)
+    for (int64_t i = i0; i < i1; ++i) y[i] = x[i] * half * (vtanh((x[i] + x[i] * x[i] * x[i] * c) * k) + T(1));
+  else
+    for (int64_t i = i0; i < i1; ++i) y[i] = x[i] * (verf(x[i] * r) * half + half);
+}
+
+template <typename T>
+KILN_CLONES void gelu_backward_range(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+                                     bool tanh_form, int64_t i0, int64_t i1) {
+  const T half = T(0.5), k = T(kGeluTanhScale), c = T(kGeluCubic), r = T(M_SQRT1_2), p = T(kInvSqrt2Pi);
+  if (tanh_form)
+    for (int64_t i = i0; i < i1; ++i) {
+      const T v = x[i], t = vtanh((v + v * v * v * c) * k);
+      dx[i] = dy[i] * (half * (t + T(1)) + half * v * (T(1) - t * t) * k * (T(1) + T(3) * c * v * v));
+    }
+  else
+    for (int64_t i = i0; i < i1; ++i) {
+      const T v = x[i];
+      dx[i] = dy[i] * (verf(v * r) * half + half + v * vexp(-half * v * v) * p);
+    }
+}
+
 // --- optimizers ---
 
 template <typename T, bool kDecay, bool kWeightDecay>
@@ -281,7 +333,10 @@ void layer_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, 
   LayerNormArgs<T> a{
       x,    w, nullptr, dy, mean, rstd, nullptr, nullptr, nullptr, dx, partial.empty() ? nullptr : partial.data(),
       cols, 0};
-  for_ranges(rows, grain, [&](int64_t task, int64_t r0, int64_t r1) { layer_norm_backward_rows(a, task, r0, r1); });
+  for_ranges(rows, grain, [&](int64_t task, int64_t r0, int64_t r1) {
+    std::vector<T> block(partial.empty() ? 0 : static_cast<size_t>(2 * cols));
+    layer_norm_backward_rows(a, block.empty() ? nullptr : block.data(), task, r0, r1);
+  });
   if (partial.empty()) return;
   const int64_t tasks = int64_t(partial.size()) / (2 * cols);
   for (int64_t i = 0; i < cols; ++i) {
@@ -324,6 +379,16 @@ void cross_entropy_backward(const T* x, const int64_t* target, const double* lse
 }
 
 template <typename T>
+void gelu_forward(const T* x, T* y, int64_t n, bool tanh_form) {
+  for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) { gelu_range(x, y, tanh_form, i0, i1); });
+}
+
+template <typename T>
+void gelu_backward(const T* dy, const T* x, T* dx, int64_t n, bool tanh_form) {
+  for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) { gelu_backward_range(dy, x, dx, tanh_form, i0, i1); });
+}
+
+template <typename T>
 void adam_step(T* p, const T* g, T* m, T* v, int64_t n, const AdamArgs& a) {
   const bool decay = a.decay != 1, weight_decay = a.weight_decay != 0;
   for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) {
@@ -357,6 +422,8 @@ void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a) {
   template void cross_entropy_forward<T>(const T*, const int64_t*, T*, double*, int64_t, int64_t, int64_t);    \
   template void cross_entropy_backward<T>(const T*, const int64_t*, const double*, const double*, T*, int64_t, \
                                           int64_t, int64_t);                                                   \
+  template void gelu_forward<T>(const T*, T*, int64_t, bool);                                                  \
+  template void gelu_backward<T>(const T*, const T*, T*, int64_t, bool);                                       \
   template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                  \
   template void sgd_step<T>(T*, const T*, T*, int64_t, const SgdArgs&);
 KILN_NATIVE_KERNELS(float)

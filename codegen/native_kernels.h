@@ -1,6 +1,6 @@
 // Kernels of whole libtorch ops, compiled when kiln is built, that eager mode (KILN_LAZY=0) runs
 // in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax,
-// log-softmax and cross-entropy over contiguous rows, each forward and backward in one pass over
+// log-softmax and cross-entropy over contiguous rows, and GELU, each forward and backward in one pass over
 // a row that stays in cache, saving per-row statistics only (as libtorch's native kernels do);
 // and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy
 // mode never runs them: it fuses the composites. T is float or double; float rows are computed
@@ -38,6 +38,12 @@ void cross_entropy_forward(const T* x, const int64_t* target, T* loss, double* l
 template <typename T>
 void cross_entropy_backward(const T* x, const int64_t* target, const double* lse, const double* scale, T* dx,
                             int64_t rows, int64_t cols, int64_t ignore_index);
+
+// GELU (tanh_form: its tanh approximation) of n elements, and its gradient from dy and x.
+template <typename T>
+void gelu_forward(const T* x, T* y, int64_t n, bool tanh_form);
+template <typename T>
+void gelu_backward(const T* dy, const T* x, T* dx, int64_t n, bool tanh_form);
 
 // One Adam (AdamW) step over n elements, updated in place as libtorch 1.13's Adam does it op by
 // op (in T): p *= decay; g += weight_decay * p; m = m * beta1 + (1 - beta1) * g;

@@ -192,6 +192,36 @@ class SoftmaxBackward final : public NativeBackward {
   bool log_;
 };
 
+// --- gelu ---
+
+class GeluBackward final : public NativeBackward {
+ public:
+  explicit GeluBackward(bool tanh_form) : NativeBackward("GeluBackward0"), tanh_form_(tanh_form) {}
+  static void attach_to(Tensor& out, const Tensor& x, bool tanh_form) {
+    auto node = std::make_shared<GeluBackward>(tanh_form);
+    node->attach(out, {x});
+    node->saved_.emplace_back(x, false);
+  }
+
+  tensor_list apply(tensor_list&& grads) override {
+    const Tensor x = saved(0);
+    if (autograd::GradMode::is_enabled())
+      return recompute({x}, grads[0],
+                       [&](const tensor_list& i) { return kiln::gelu(i[0], tanh_form_ ? "tanh" : "none"); });
+    const Tensor dy = grads[0].to(x.dtype()).contiguous();
+    Out dx(Shape(x.sizes()), x.dtype());
+    with_float(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      nk::gelu_backward<T>(read<T>(dy), read<T>(x), dx.data<T>(), x.numel(), tanh_form_);
+    });
+    count_kernel();
+    return {dx.tensor()};
+  }
+
+ private:
+  bool tanh_form_;
+};
+
 // --- cross_entropy ---
 
 class CrossEntropyBackward final : public NativeBackward {
@@ -298,6 +328,20 @@ std::optional<Tensor> softmax(const Tensor& input, int64_t dim, bool log) {
   count_kernel();
   Tensor out = y.tensor();
   if (wants_grad({x})) SoftmaxBackward::attach_to(out, x, log);
+  return out;
+}
+
+std::optional<Tensor> gelu(const Tensor& input, bool tanh_form) {
+  if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
+  const Tensor x = input.contiguous();
+  Out y(Shape(x.sizes()), x.dtype());
+  with_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    nk::gelu_forward<T>(read<T>(x), y.data<T>(), x.numel(), tanh_form);
+  });
+  count_kernel();
+  Tensor out = y.tensor();
+  if (wants_grad({x})) GeluBackward::attach_to(out, x, tanh_form);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Internal to frontend/: eager mode's whole-op kernels (codegen/native_kernels.h). With
-// KILN_LAZY=0, layer_norm, softmax, log_softmax, cross_entropy and the optimizers' updates of
+// KILN_LAZY=0, layer_norm, softmax, log_softmax, gelu, cross_entropy and the optimizers' updates of
 // float32 and float64 host tensors run as libtorch runs them: one precompiled kernel per op
 // forward and one backward, saving per-row statistics instead of the composite's intermediates.
 // Lazy mode never calls them (it fuses the composites). Each function returns nothing (or false)
@@ -25,6 +25,8 @@ std::optional<Tensor> layer_norm(const Tensor& x, int64_t normalized_dims, const
                                  double eps);
 // softmax (log: log_softmax) of a floating tensor along `dim` (already wrapped).
 std::optional<Tensor> softmax(const Tensor& x, int64_t dim, bool log);
+// gelu (tanh_form: approximate="tanh") of a floating tensor.
+std::optional<Tensor> gelu(const Tensor& x, bool tanh_form);
 // cross_entropy of [N, C] logits and [N] class indices, no class weights or label smoothing;
 // `reduction` is "none", "mean" or "sum" (checked by the caller).
 std::optional<Tensor> cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
