@@ -247,6 +247,51 @@ KILN_CLONES void cross_entropy_backward_rows(const T* x_all, const int64_t* targ
   }
 }
 
+// --- im2col ---
+
+// Channels [c0, c1): each channel's columns read (or, adjoint, write) only its own plane of x, so
+// channels run in parallel without sharing a write.
+template <typename T, bool kAdjoint>
+KILN_CLONES void im2col_channels(const T* x_all, T* cols_all, const Im2col& a, int64_t c0, int64_t c1) {
+  const int64_t plane = a.h * a.w, per_tap = a.n * a.oh * a.ow;
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t i = 0; i < a.kh; ++i)
+      for (int64_t j = 0; j < a.kw; ++j) {
+        T* cols = cols_all + ((c * a.kh + i) * a.kw + j) * per_tap;
+        // The output columns z whose input column z * sw + j * dw - pw lies inside [0, w).
+        const int64_t shift = j * a.dw - a.pw;
+        int64_t z0 = 0, z1 = a.ow;
+        while (z0 < z1 && z0 * a.sw + shift < 0) ++z0;
+        while (z1 > z0 && (z1 - 1) * a.sw + shift >= a.w) --z1;
+        for (int64_t n = 0; n < a.n; ++n)
+          for (int64_t y = 0; y < a.oh; ++y) {
+            T* __restrict__ out = cols + (n * a.oh + y) * a.ow;
+            const int64_t row = y * a.sh + i * a.dh - a.ph;
+            const bool inside = row >= 0 && row < a.h;
+            if constexpr (kAdjoint) {
+              if (!inside) continue;
+              T* __restrict__ in = const_cast<T*>(x_all) + (n * a.c + c) * plane + row * a.w + shift;
+              if (a.sw == 1)
+                for (int64_t z = z0; z < z1; ++z) in[z] += out[z];
+              else
+                for (int64_t z = z0; z < z1; ++z) in[z * a.sw] += out[z];
+            } else {
+              if (!inside) {
+                std::fill(out, out + a.ow, T(0));
+                continue;
+              }
+              const T* __restrict__ in = x_all + (n * a.c + c) * plane + row * a.w + shift;
+              std::fill(out, out + z0, T(0));
+              if (a.sw == 1)
+                for (int64_t z = z0; z < z1; ++z) out[z] = in[z];
+              else
+                for (int64_t z = z0; z < z1; ++z) out[z] = in[z * a.sw];
+              std::fill(out + z1, out + a.ow, T(0));
+            }
+          }
+      }
+}
+
 // --- GELU ---
 
 // As the composite (frontend/elementwise.cpp): x * (erf(x / sqrt(2)) * 0.5 + 0.5), or
@@ -379,6 +424,21 @@ void cross_entropy_backward(const T* x, const int64_t* target, const double* lse
 }
 
 template <typename T>
+void im2col(const T* x, T* cols, const Im2col& a) {
+  const int64_t per_channel = a.kh * a.kw * a.n * a.oh * a.ow;
+  for_ranges(a.c, std::max<int64_t>(1, kGrain / std::max<int64_t>(per_channel, 1)),
+             [&](int64_t, int64_t c0, int64_t c1) { im2col_channels<T, false>(x, cols, a, c0, c1); });
+}
+
+template <typename T>
+void col2im(const T* cols, T* x, const Im2col& a) {
+  std::fill(x, x + a.n * a.c * a.h * a.w, T(0));
+  const int64_t per_channel = a.kh * a.kw * a.n * a.oh * a.ow;
+  for_ranges(a.c, std::max<int64_t>(1, kGrain / std::max<int64_t>(per_channel, 1)),
+             [&](int64_t, int64_t c0, int64_t c1) { im2col_channels<T, true>(x, const_cast<T*>(cols), a, c0, c1); });
+}
+
+template <typename T>
 void gelu_forward(const T* x, T* y, int64_t n, bool tanh_form) {
   for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) { gelu_range(x, y, tanh_form, i0, i1); });
 }
@@ -422,6 +482,8 @@ void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a) {
   template void cross_entropy_forward<T>(const T*, const int64_t*, T*, double*, int64_t, int64_t, int64_t);    \
   template void cross_entropy_backward<T>(const T*, const int64_t*, const double*, const double*, T*, int64_t, \
                                           int64_t, int64_t);                                                   \
+  template void im2col<T>(const T*, T*, const Im2col&);                                                        \
+  template void col2im<T>(const T*, T*, const Im2col&);                                                        \
   template void gelu_forward<T>(const T*, T*, int64_t, bool);                                                  \
   template void gelu_backward<T>(const T*, const T*, T*, int64_t, bool);                                       \
   template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                  \

@@ -1,11 +1,10 @@
 // Kernels of whole libtorch ops, compiled when kiln is built, that eager mode (KILN_LAZY=0) runs
 // in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax,
-// log-softmax and cross-entropy over contiguous rows, and GELU, each forward and backward in one pass over
-// a row that stays in cache, saving per-row statistics only (as libtorch's native kernels do);
-// and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy
-// mode never runs them: it fuses the composites. T is float or double; float rows are computed
-// in float with blocked sums added in double, float64 rows in double. Rows are split across
-// kiln's threads.
+// log-softmax and cross-entropy over contiguous rows, GELU, a convolution's im2col and col2im, each forward and
+// backward in one pass over a row that stays in cache, saving per-row statistics only (as libtorch's native kernels
+// do); and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy mode never runs
+// them: it fuses the composites. T is float or double; float rows are computed in float with blocked sums added in
+// double, float64 rows in double. Rows are split across kiln's threads.
 #pragma once
 #include <cstdint>
 
@@ -38,6 +37,17 @@ void cross_entropy_forward(const T* x, const int64_t* target, T* loss, double* l
 template <typename T>
 void cross_entropy_backward(const T* x, const int64_t* target, const double* lse, const double* scale, T* dx,
                             int64_t rows, int64_t cols, int64_t ignore_index);
+
+// The columns of a 2-D convolution (im2col) of x [N, C, H, W]: cols [C, KH, KW, N, OH, OW], where
+// cols[c][i][j][n][y][z] = x[n][c][y * sh + i * dh - ph][z * sw + j * dw - pw] (0 outside x); and
+// its adjoint (col2im), which sums the columns back into x's positions (x is overwritten).
+struct Im2col {
+  int64_t n, c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+};
+template <typename T>
+void im2col(const T* x, T* cols, const Im2col& a);
+template <typename T>
+void col2im(const T* cols, T* x, const Im2col& a);
 
 // GELU (tanh_form: its tanh approximation) of n elements, and its gradient from dy and x.
 template <typename T>

@@ -12,6 +12,7 @@
 #include "frontend/conv_args.h"
 #include "frontend/derivatives.h"
 #include "frontend/moments.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 #include "tracer/view_attr.h"
@@ -162,10 +163,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   // Columns [G, Cg*KH*KW, N*OH*OW]: column j holds output position j's window. Rows run along
   // the output's width, so the im2col copy (and its adjoint, the fold) moves contiguous runs.
   tracer::EagerGroup eager_group;
-  Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
-  Tensor windows = detail::as_strided(
-      xp, ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
-  Tensor cols = windows.reshape({g, patch, n * oh * ow});
+  auto composite_cols = [=](const Tensor& x) {
+    Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
+    Tensor windows = detail::as_strided(
+        xp,
+        ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
+    return windows.reshape({g, patch, n * oh * ow});
+  };
+  const auto native = detail::native::im2col(x, {n, c, h, w, kh, kw, oh, ow, s.h, s.w, p.h, p.w, d.h, d.w},
+                                             {g, patch, n * oh * ow}, composite_cols);
+  Tensor cols = native ? *native : composite_cols(x);
   Tensor out = weight.reshape({g, og, patch}).matmul(cols);  // [G, Og, N*OH*OW]
   out = out.reshape({o, n, oh, ow}).permute({1, 0, 2, 3});
   out = bias.defined() ? out + bias.view({1, o, 1, 1}) : out.contiguous();

@@ -192,6 +192,39 @@ class SoftmaxBackward final : public NativeBackward {
   bool log_;
 };
 
+// --- im2col ---
+
+class Im2colBackward final : public NativeBackward {
+ public:
+  Im2colBackward() : NativeBackward("ConvolutionBackward0") {}
+  static void attach_to(Tensor& out, const Tensor& x, const nk::Im2col& args,
+                        std::function<Tensor(const Tensor&)> composite) {
+    auto node = std::make_shared<Im2colBackward>();
+    node->attach(out, {x});
+    node->saved_.emplace_back(x, false);
+    node->args_ = args;
+    node->composite_ = std::move(composite);
+  }
+
+  tensor_list apply(tensor_list&& grads) override {
+    if (autograd::GradMode::is_enabled())
+      return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
+    const Tensor g = grads[0].to(dtype_of_x()).contiguous();
+    Out dx(Shape{args_.n, args_.c, args_.h, args_.w}, g.dtype());
+    with_float(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      nk::col2im<T>(read<T>(g), dx.data<T>(), args_);
+    });
+    count_kernel();
+    return {dx.tensor()};
+  }
+
+ private:
+  ScalarType dtype_of_x() const { return output_dtypes[0]; }
+  nk::Im2col args_{};
+  std::function<Tensor(const Tensor&)> composite_;
+};
+
 // --- gelu ---
 
 class GeluBackward final : public NativeBackward {
@@ -328,6 +361,21 @@ std::optional<Tensor> softmax(const Tensor& input, int64_t dim, bool log) {
   count_kernel();
   Tensor out = y.tensor();
   if (wants_grad({x})) SoftmaxBackward::attach_to(out, x, log);
+  return out;
+}
+
+std::optional<Tensor> im2col(const Tensor& input, const nk::Im2col& args, Shape sizes,
+                             std::function<Tensor(const Tensor&)> composite) {
+  if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
+  const Tensor x = input.contiguous();
+  Out cols(std::move(sizes), x.dtype());
+  with_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    nk::im2col<T>(read<T>(x), cols.data<T>(), args);
+  });
+  count_kernel();
+  Tensor out = cols.tensor();
+  if (wants_grad({x})) Im2colBackward::attach_to(out, x, args, std::move(composite));
   return out;
 }
 

@@ -9,6 +9,7 @@
 // Gradients: a backward without create_graph runs the backward kernel; with create_graph it is
 // recomputed from the composite (so second derivatives are the composite's).
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,11 @@ std::optional<Tensor> layer_norm(const Tensor& x, int64_t normalized_dims, const
                                  double eps);
 // softmax (log: log_softmax) of a floating tensor along `dim` (already wrapped).
 std::optional<Tensor> softmax(const Tensor& x, int64_t dim, bool log);
+// A convolution's columns (codegen::native::Im2col) of x [N, C, H, W], shaped `sizes` (the
+// layout [C, KH, KW, N, OH, OW] seen as the caller's matmul operand). `composite` makes the same
+// columns from kiln ops: the backward recomputes it where create_graph asks for a graph.
+std::optional<Tensor> im2col(const Tensor& x, const codegen::native::Im2col& args, Shape sizes,
+                             std::function<Tensor(const Tensor&)> composite);
 // gelu (tanh_form: approximate="tanh") of a floating tensor.
 std::optional<Tensor> gelu(const Tensor& x, bool tanh_form);
 // cross_entropy of [N, C] logits and [N] class indices, no class weights or label smoothing;

@@ -1,5 +1,5 @@
 // Eager mode's whole-op kernels (frontend/native_ops.h, codegen/native_kernels.h): layer_norm,
-// softmax, log_softmax, gelu, cross_entropy and the Adam, AdamW and SGD updates run as one precompiled
+// softmax, log_softmax, gelu, cross_entropy, conv2d's im2col and the Adam, AdamW and SGD updates run as one precompiled
 // kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's results
 // (which fuses the composites), pass float64 gradient checks (second order through the
 // composites), and name the op and shapes when the input is bad. Layer norm's second derivative
@@ -68,6 +68,11 @@ std::vector<std::vector<double>> run_ops() {
   with_grads(torch::softmax(x.t(), 1), {x});  // a strided input, made contiguous first
   with_grads(torch::gelu(x * 2), {x});
   with_grads(torch::gelu(cube, "tanh"), {cube});
+  Tensor images = torch::randn({2, 4, 9, 8}).requires_grad_(true),
+         kernels = torch::randn({6, 2, 3, 2}).requires_grad_(true);
+  with_grads(
+      F::conv2d(images, kernels, F::Conv2dFuncOptions().stride({2, 1}).padding({1, 2}).dilation({1, 2}).groups(2)),
+      {images, kernels});
   Tensor labels = torch::randint(0, 300, {33});
   labels[5].fill_(-100);
   with_grads(F::cross_entropy(x, labels), {x});
@@ -86,8 +91,8 @@ TEST(NativeEagerKernels, MatchLazyModeAndRunInEagerModeOnly) {
   {
     Mode mode(false);
     eager = run_ops();
-    // 11 ops, each a forward and a backward kernel.
-    EXPECT_EQ(kiln::stats().native_kernels, 22);
+    // 12 ops (the convolution's im2col), each a forward and a backward kernel.
+    EXPECT_EQ(kiln::stats().native_kernels, 24);
   }
   ASSERT_EQ(lazy.size(), eager.size());
   for (size_t i = 0; i < lazy.size(); ++i) expect_close(eager[i], lazy[i], 1e-5, "result " + std::to_string(i));
@@ -121,6 +126,11 @@ TEST(NativeEagerKernels, GradientsPassFiniteDifferenceChecks) {
         gradcheck::check([](const kiln::TensorList& in) { return torch::gelu(in[0]); }, {gradcheck::randn({4, 6})}));
     EXPECT_TRUE(gradcheck::check([](const kiln::TensorList& in) { return torch::gelu(in[0], "tanh"); },
                                  {gradcheck::randn({4, 6})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::conv2d(in[0], in[1], F::Conv2dFuncOptions().stride(2).padding({0, 1}).dilation({2, 1}));
+        },
+        {gradcheck::randn({2, 2, 7, 6}), gradcheck::randn({3, 2, 2, 3})}));
     Tensor labels = torch::tensor({3, 0, -100, 6, 2});
     EXPECT_TRUE(gradcheck::check([&](const kiln::TensorList& in) { return F::cross_entropy(in[0], labels); },
                                  {gradcheck::randn({5, 7})}));
