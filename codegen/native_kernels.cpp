@@ -292,6 +292,38 @@ KILN_CLONES void im2col_channels(const T* x_all, T* cols_all, const Im2col& a, i
       }
 }
 
+// --- max pooling ---
+
+template <typename T>
+KILN_CLONES void max_pool_planes(const T* x_all, T* y_all, int32_t* where_all, const Pool2d& a, int64_t p0,
+                                 int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const T* __restrict__ x = x_all + p * a.h * a.w;
+    T* __restrict__ y = y_all + p * a.oh * a.ow;
+    int32_t* __restrict__ where = where_all + p * a.oh * a.ow;
+    for (int64_t i = 0; i < a.oh; ++i)
+      for (int64_t j = 0; j < a.ow; ++j) {
+        T best = -INFINITY;
+        int64_t at = -1;
+        for (int64_t u = 0; u < a.kh; ++u) {
+          const int64_t row = i * a.sh - a.ph + u * a.dh;
+          if (row < 0 || row >= a.h) continue;
+          for (int64_t v = 0; v < a.kw; ++v) {
+            const int64_t col = j * a.sw - a.pw + v * a.dw;
+            if (col < 0 || col >= a.w) continue;
+            const T value = x[row * a.w + col];
+            if (at < 0 || value > best || std::isnan(value)) {
+              best = value;
+              at = row * a.w + col;
+            }
+          }
+        }
+        y[i * a.ow + j] = best;
+        where[i * a.ow + j] = int32_t(at);
+      }
+  }
+}
+
 // --- GELU ---
 
 // As the composite (frontend/elementwise.cpp): x * (erf(x / sqrt(2)) * 0.5 + 0.5), or
@@ -439,6 +471,24 @@ void col2im(const T* cols, T* x, const Im2col& a) {
 }
 
 template <typename T>
+void max_pool2d_forward(const T* x, T* y, int32_t* where, const Pool2d& a) {
+  for_ranges(a.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(a.h * a.w, 1)),
+             [&](int64_t, int64_t p0, int64_t p1) { max_pool_planes(x, y, where, a, p0, p1); });
+}
+
+template <typename T>
+void max_pool2d_backward(const T* dy, const int32_t* where, T* dx, const Pool2d& a) {
+  for_ranges(a.planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(a.h * a.w, 1)),
+             [&](int64_t, int64_t p0, int64_t p1) {
+               std::fill(dx + p0 * a.h * a.w, dx + p1 * a.h * a.w, T(0));
+               for (int64_t p = p0; p < p1; ++p)
+                 for (int64_t k = 0; k < a.oh * a.ow; ++k)
+                   if (where[p * a.oh * a.ow + k] >= 0)
+                     dx[p * a.h * a.w + where[p * a.oh * a.ow + k]] += dy[p * a.oh * a.ow + k];
+             });
+}
+
+template <typename T>
 void gelu_forward(const T* x, T* y, int64_t n, bool tanh_form) {
   for_ranges(n, kGrain, [&](int64_t, int64_t i0, int64_t i1) { gelu_range(x, y, tanh_form, i0, i1); });
 }
@@ -484,6 +534,8 @@ void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a) {
                                           int64_t, int64_t);                                                   \
   template void im2col<T>(const T*, T*, const Im2col&);                                                        \
   template void col2im<T>(const T*, T*, const Im2col&);                                                        \
+  template void max_pool2d_forward<T>(const T*, T*, int32_t*, const Pool2d&);                                  \
+  template void max_pool2d_backward<T>(const T*, const int32_t*, T*, const Pool2d&);                           \
   template void gelu_forward<T>(const T*, T*, int64_t, bool);                                                  \
   template void gelu_backward<T>(const T*, const T*, T*, int64_t, bool);                                       \
   template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                  \

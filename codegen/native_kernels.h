@@ -1,9 +1,9 @@
 // Kernels of whole libtorch ops, compiled when kiln is built, that eager mode (KILN_LAZY=0) runs
 // in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax,
-// log-softmax and cross-entropy over contiguous rows, GELU, a convolution's im2col and col2im, each forward and
-// backward in one pass over a row that stays in cache, saving per-row statistics only (as libtorch's native kernels
-// do); and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy mode never runs
-// them: it fuses the composites. T is float or double; float rows are computed in float with blocked sums added in
+// log-softmax and cross-entropy over contiguous rows, GELU, a convolution's im2col and col2im, max pooling, each
+// forward and backward in one pass over a row that stays in cache, saving per-row statistics only (as libtorch's native
+// kernels do); and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy mode never
+// runs them: it fuses the composites. T is float or double; float rows are computed in float with blocked sums added in
 // double, float64 rows in double. Rows are split across kiln's threads.
 #pragma once
 #include <cstdint>
@@ -48,6 +48,17 @@ template <typename T>
 void im2col(const T* x, T* cols, const Im2col& a);
 template <typename T>
 void col2im(const T* cols, T* x, const Im2col& a);
+
+// Max pooling over `planes` planes of h x w (windows kh x kw, strides, padding, dilation as
+// conv2d's; the output oh x ow): each window's first maximum (its last NaN, as libtorch picks) and
+// where it is in its plane; and the gradient, each output's sent to that place (dx overwritten).
+struct Pool2d {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+template <typename T>
+void max_pool2d_forward(const T* x, T* y, int32_t* where, const Pool2d& a);
+template <typename T>
+void max_pool2d_backward(const T* dy, const int32_t* where, T* dx, const Pool2d& a);
 
 // GELU (tanh_form: its tanh approximation) of n elements, and its gradient from dy and x.
 template <typename T>

@@ -183,8 +183,19 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef dilation, bool ceil_mode) {
   Pool2d pool = check_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
   tracer::EagerGroup eager_group;
-  auto [windows, axes] = pool_windows(pool, -std::numeric_limits<double>::infinity());
-  Tensor out = detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
+  auto composite = [pool](const Tensor& x) {
+    Pool2d of_x = pool;
+    of_x.x = x;
+    auto [windows, axes] = pool_windows(of_x, -std::numeric_limits<double>::infinity());
+    return detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
+  };
+  const auto native =
+      detail::native::max_pool2d(pool.x,
+                                 {pool.x.size(0) * pool.x.size(1), pool.x.size(2), pool.x.size(3), pool.oh, pool.ow,
+                                  pool.k.h, pool.k.w, pool.s.h, pool.s.w, pool.p.h, pool.p.w, pool.d.h, pool.d.w},
+                                 composite);
+  if (native) return unbatch(*native, pool.batched);
+  Tensor out = composite(pool.x);
   return unbatch(detail::named(out, "MaxPool2DWithIndicesBackward0", {input}), pool.batched);
 }
 

@@ -225,6 +225,47 @@ class Im2colBackward final : public NativeBackward {
   std::function<Tensor(const Tensor&)> composite_;
 };
 
+// --- max_pool2d ---
+
+class MaxPoolBackward final : public NativeBackward {
+ public:
+  MaxPoolBackward() : NativeBackward("MaxPool2DWithIndicesBackward0") {}
+  static void attach_to(Tensor& out, const Tensor& x, const nk::Pool2d& args, BufferPtr where,
+                        std::function<Tensor(const Tensor&)> composite) {
+    auto node = std::make_shared<MaxPoolBackward>();
+    node->attach(out, {x});
+    node->saved_.emplace_back(x, false);
+    node->args_ = args;
+    node->where_ = std::move(where);
+    node->composite_ = std::move(composite);
+    node->in_shape_ = Shape(x.sizes());
+  }
+
+  tensor_list apply(tensor_list&& grads) override {
+    if (autograd::GradMode::is_enabled())
+      return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
+    const Tensor g = grads[0].to(output_dtypes[0]).contiguous();
+    Out dx(in_shape_, g.dtype());
+    with_float(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      nk::max_pool2d_backward<T>(read<T>(g), where_->as<int32_t>(), dx.data<T>(), args_);
+    });
+    count_kernel();
+    return {dx.tensor()};
+  }
+
+  void release_variables() override {
+    NativeBackward::release_variables();
+    where_.reset();
+  }
+
+ private:
+  nk::Pool2d args_{};
+  BufferPtr where_;
+  Shape in_shape_;
+  std::function<Tensor(const Tensor&)> composite_;
+};
+
 // --- gelu ---
 
 class GeluBackward final : public NativeBackward {
@@ -376,6 +417,23 @@ std::optional<Tensor> im2col(const Tensor& input, const nk::Im2col& args, Shape 
   count_kernel();
   Tensor out = cols.tensor();
   if (wants_grad({x})) Im2colBackward::attach_to(out, x, args, std::move(composite));
+  return out;
+}
+
+std::optional<Tensor> max_pool2d(const Tensor& input, const nk::Pool2d& args,
+                                 std::function<Tensor(const Tensor&)> composite) {
+  if (!enabled() || !float_on_host(input) || input.numel() == 0 || input.size(2) * input.size(3) > INT32_MAX)
+    return std::nullopt;
+  const Tensor x = input.contiguous();
+  Out y(Shape{x.size(0), x.size(1), args.oh, args.ow}, x.dtype());
+  BufferPtr where = make_buffer(size_t(args.planes * args.oh * args.ow) * sizeof(int32_t));
+  with_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    nk::max_pool2d_forward<T>(read<T>(x), y.data<T>(), where->as<int32_t>(), args);
+  });
+  count_kernel();
+  Tensor out = y.tensor();
+  if (wants_grad({x})) MaxPoolBackward::attach_to(out, x, args, std::move(where), std::move(composite));
   return out;
 }
 

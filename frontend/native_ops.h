@@ -31,6 +31,9 @@ std::optional<Tensor> softmax(const Tensor& x, int64_t dim, bool log);
 // columns from kiln ops: the backward recomputes it where create_graph asks for a graph.
 std::optional<Tensor> im2col(const Tensor& x, const codegen::native::Im2col& args, Shape sizes,
                              std::function<Tensor(const Tensor&)> composite);
+// max_pool2d of x [N, C, H, W] (args.planes = N * C); `composite` as for im2col.
+std::optional<Tensor> max_pool2d(const Tensor& x, const codegen::native::Pool2d& args,
+                                 std::function<Tensor(const Tensor&)> composite);
 // gelu (tanh_form: approximate="tanh") of a floating tensor.
 std::optional<Tensor> gelu(const Tensor& x, bool tanh_form);
 // cross_entropy of [N, C] logits and [N] class indices, no class weights or label smoothing;

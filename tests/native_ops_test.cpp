@@ -1,9 +1,8 @@
 // Eager mode's whole-op kernels (frontend/native_ops.h, codegen/native_kernels.h): layer_norm,
-// softmax, log_softmax, gelu, cross_entropy, conv2d's im2col and the Adam, AdamW and SGD updates run as one precompiled
-// kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's results
-// (which fuses the composites), pass float64 gradient checks (second order through the
-// composites), and name the op and shapes when the input is bad. Layer norm's second derivative
-// is checked in lazy mode too.
+// softmax, log_softmax, gelu, cross_entropy, conv2d's im2col, max_pool2d and the Adam, AdamW and SGD updates run as one
+// precompiled kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's results (which
+// fuses the composites), pass float64 gradient checks (second order through the composites), and name the op and shapes
+// when the input is bad. Layer norm's second derivative is checked in lazy mode too.
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 
@@ -73,6 +72,10 @@ std::vector<std::vector<double>> run_ops() {
   with_grads(
       F::conv2d(images, kernels, F::Conv2dFuncOptions().stride({2, 1}).padding({1, 2}).dilation({1, 2}).groups(2)),
       {images, kernels});
+  with_grads(F::max_pool2d(images, F::MaxPool2dFuncOptions(2)), {images});
+  with_grads(
+      F::max_pool2d(images, F::MaxPool2dFuncOptions(3).stride({2, 1}).padding(1).dilation({1, 2}).ceil_mode(true)),
+      {images});
   Tensor labels = torch::randint(0, 300, {33});
   labels[5].fill_(-100);
   with_grads(F::cross_entropy(x, labels), {x});
@@ -91,8 +94,8 @@ TEST(NativeEagerKernels, MatchLazyModeAndRunInEagerModeOnly) {
   {
     Mode mode(false);
     eager = run_ops();
-    // 12 ops (the convolution's im2col), each a forward and a backward kernel.
-    EXPECT_EQ(kiln::stats().native_kernels, 24);
+    // 14 ops (the convolution's im2col), each a forward and a backward kernel.
+    EXPECT_EQ(kiln::stats().native_kernels, 28);
   }
   ASSERT_EQ(lazy.size(), eager.size());
   for (size_t i = 0; i < lazy.size(); ++i) expect_close(eager[i], lazy[i], 1e-5, "result " + std::to_string(i));
@@ -131,6 +134,11 @@ TEST(NativeEagerKernels, GradientsPassFiniteDifferenceChecks) {
           return F::conv2d(in[0], in[1], F::Conv2dFuncOptions().stride(2).padding({0, 1}).dilation({2, 1}));
         },
         {gradcheck::randn({2, 2, 7, 6}), gradcheck::randn({3, 2, 2, 3})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::max_pool2d(in[0], F::MaxPool2dFuncOptions(2).stride(1).padding(1).ceil_mode(true));
+        },
+        {gradcheck::randn({2, 3, 5, 4})}));
     Tensor labels = torch::tensor({3, 0, -100, 6, 2});
     EXPECT_TRUE(gradcheck::check([&](const kiln::TensorList& in) { return F::cross_entropy(in[0], labels); },
                                  {gradcheck::randn({5, 7})}));
