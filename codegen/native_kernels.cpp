@@ -179,6 +179,77 @@ KILN_CLONES void layer_norm_backward_rows(const LayerNormArgs<T>& a, T* __restri
   }
 }
 
+// --- batch norm ---
+
+template <typename T>
+struct BatchNormArgs {
+  const T *x, *w, *b, *dy, *mean, *rstd;
+  T *y, *mean_out, *rstd_out, *dx, *dw, *db;
+  double* var;
+  int64_t n, c, inner;
+  double eps;
+};
+
+// The sum of f over channel k's values: n planes of `inner` contiguous values.
+template <typename T, typename F>
+[[gnu::always_inline]] inline double channel_sum(const BatchNormArgs<T>& a, int64_t k, F f) {
+  double s = 0;
+  for (int64_t i = 0; i < a.n; ++i) {
+    const int64_t base = (i * a.c + k) * a.inner;
+    s += blocked_sum<T>(a.inner, [&](int64_t j) { return f(base + j); });
+  }
+  return s;
+}
+
+template <typename T>
+KILN_CLONES void batch_norm_channels(const BatchNormArgs<T>& a, int64_t k0, int64_t k1) {
+  const double count = double(a.n * a.inner);
+  const T* __restrict__ x = a.x;
+  for (int64_t k = k0; k < k1; ++k) {
+    const T mean = T(channel_sum(a, k, [&](int64_t i) { return x[i]; }) / count);
+    const double var = channel_sum(a, k,
+                                   [&](int64_t i) {
+                                     const T d = x[i] - mean;
+                                     return d * d;
+                                   }) /
+                       count;
+    const T rstd = T(1 / std::sqrt(var + a.eps));
+    a.mean_out[k] = mean;
+    a.rstd_out[k] = rstd;
+    a.var[k] = var;
+    const T scale = a.w ? a.w[k] * rstd : rstd, shift = a.b ? a.b[k] : T(0);
+    for (int64_t i = 0; i < a.n; ++i) {
+      const T* __restrict__ xi = x + (i * a.c + k) * a.inner;
+      T* __restrict__ yi = a.y + (i * a.c + k) * a.inner;
+      for (int64_t j = 0; j < a.inner; ++j) yi[j] = (xi[j] - mean) * scale + shift;
+    }
+  }
+}
+
+template <typename T>
+KILN_CLONES void batch_norm_backward_channels(const BatchNormArgs<T>& a, int64_t k0, int64_t k1) {
+  const double count = double(a.n * a.inner);
+  const T* __restrict__ x = a.x;
+  const T* __restrict__ dy = a.dy;
+  for (int64_t k = k0; k < k1; ++k) {
+    const T mean = a.mean[k], rstd = a.rstd[k];
+    const double sum_dy = channel_sum(a, k, [&](int64_t i) { return dy[i]; });
+    const double sum_dy_xhat = channel_sum(a, k, [&](int64_t i) { return dy[i] * ((x[i] - mean) * rstd); });
+    if (a.dw) a.dw[k] = T(sum_dy_xhat);
+    if (a.db) a.db[k] = T(sum_dy);
+    if (!a.dx) continue;
+    const T w = a.w ? a.w[k] : T(1), mean_dy = T(sum_dy / count), mean_dy_xhat = T(sum_dy_xhat / count);
+    for (int64_t i = 0; i < a.n; ++i) {
+      const int64_t base = (i * a.c + k) * a.inner;
+      const T* __restrict__ xi = x + base;
+      const T* __restrict__ dyi = dy + base;
+      T* __restrict__ dxi = a.dx + base;
+      for (int64_t j = 0; j < a.inner; ++j)
+        dxi[j] = w * rstd * (dyi[j] - mean_dy - (xi[j] - mean) * rstd * mean_dy_xhat);
+    }
+  }
+}
+
 // --- softmax and cross-entropy ---
 
 template <typename T>
@@ -294,9 +365,41 @@ KILN_CLONES void im2col_channels(const T* x_all, T* cols_all, const Im2col& a, i
 
 // --- max pooling ---
 
+// The usual 2x2 pool (stride 2, no padding or dilation): four candidates per output, no bounds.
+template <typename T>
+KILN_CLONES void max_pool_2x2_planes(const T* x_all, T* y_all, int32_t* where_all, const Pool2d& a, int64_t p0,
+                                     int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const T* __restrict__ x = x_all + p * a.h * a.w;
+    for (int64_t i = 0; i < a.oh; ++i) {
+      T* __restrict__ y = y_all + (p * a.oh + i) * a.ow;
+      int32_t* __restrict__ where = where_all + (p * a.oh + i) * a.ow;
+      const T* __restrict__ top = x + 2 * i * a.w;
+      const T* __restrict__ bottom = top + a.w;
+      for (int64_t j = 0; j < a.ow; ++j) {
+        const T c[4] = {top[2 * j], top[2 * j + 1], bottom[2 * j], bottom[2 * j + 1]};
+        const int32_t at[4] = {int32_t(2 * i * a.w + 2 * j), int32_t(2 * i * a.w + 2 * j + 1),
+                               int32_t((2 * i + 1) * a.w + 2 * j), int32_t((2 * i + 1) * a.w + 2 * j + 1)};
+        T best = c[0];
+        int32_t best_at = at[0];
+        for (int k = 1; k < 4; ++k) {
+          const bool take = c[k] > best || c[k] != c[k];  // the first maximum; the last NaN
+          best = take ? c[k] : best;
+          best_at = take ? at[k] : best_at;
+        }
+        y[j] = best;
+        where[j] = best_at;
+      }
+    }
+  }
+}
+
 template <typename T>
 KILN_CLONES void max_pool_planes(const T* x_all, T* y_all, int32_t* where_all, const Pool2d& a, int64_t p0,
                                  int64_t p1) {
+  if (a.kh == 2 && a.kw == 2 && a.sh == 2 && a.sw == 2 && a.ph == 0 && a.pw == 0 && a.dh == 1 && a.dw == 1 &&
+      2 * a.oh <= a.h && 2 * a.ow <= a.w)
+    return max_pool_2x2_planes(x_all, y_all, where_all, a, p0, p1);
   for (int64_t p = p0; p < p1; ++p) {
     const T* __restrict__ x = x_all + p * a.h * a.w;
     T* __restrict__ y = y_all + p * a.oh * a.ow;
@@ -428,6 +531,23 @@ void layer_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, 
 }
 
 template <typename T>
+void batch_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, double* var, int64_t n, int64_t c,
+                        int64_t inner, double eps) {
+  BatchNormArgs<T> a{x,       w,       b,       nullptr, nullptr, nullptr, y,     mean, rstd,
+                     nullptr, nullptr, nullptr, var,     n,       c,       inner, eps};
+  for_ranges(c, std::max<int64_t>(1, kGrain / std::max<int64_t>(n * inner, 1)),
+             [&](int64_t, int64_t k0, int64_t k1) { batch_norm_channels(a, k0, k1); });
+}
+
+template <typename T>
+void batch_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
+                         int64_t n, int64_t c, int64_t inner) {
+  BatchNormArgs<T> a{x, w, nullptr, dy, mean, rstd, nullptr, nullptr, nullptr, dx, dw, db, nullptr, n, c, inner, 0};
+  for_ranges(c, std::max<int64_t>(1, kGrain / std::max<int64_t>(n * inner, 1)),
+             [&](int64_t, int64_t k0, int64_t k1) { batch_norm_backward_channels(a, k0, k1); });
+}
+
+template <typename T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log) {
   for_ranges(rows, row_grain(cols), [&](int64_t, int64_t r0, int64_t r1) { softmax_rows(x, y, cols, log, r0, r1); });
 }
@@ -523,22 +643,26 @@ void sgd_step(T* p, const T* g, T* buf, int64_t n, const SgdArgs& a) {
   });
 }
 
-#define KILN_NATIVE_KERNELS(T)                                                                                 \
-  template void layer_norm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);     \
-  template void layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
-                                       int64_t);                                                               \
-  template void softmax_forward<T>(const T*, T*, int64_t, int64_t, bool);                                      \
-  template void softmax_backward<T>(const T*, const T*, T*, int64_t, int64_t, bool);                           \
-  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, double*, int64_t, int64_t, int64_t);    \
-  template void cross_entropy_backward<T>(const T*, const int64_t*, const double*, const double*, T*, int64_t, \
-                                          int64_t, int64_t);                                                   \
-  template void im2col<T>(const T*, T*, const Im2col&);                                                        \
-  template void col2im<T>(const T*, T*, const Im2col&);                                                        \
-  template void max_pool2d_forward<T>(const T*, T*, int32_t*, const Pool2d&);                                  \
-  template void max_pool2d_backward<T>(const T*, const int32_t*, T*, const Pool2d&);                           \
-  template void gelu_forward<T>(const T*, T*, int64_t, bool);                                                  \
-  template void gelu_backward<T>(const T*, const T*, T*, int64_t, bool);                                       \
-  template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                  \
+#define KILN_NATIVE_KERNELS(T)                                                                                         \
+  template void layer_norm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);             \
+  template void layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,          \
+                                       int64_t);                                                                       \
+  template void batch_norm_forward<T>(const T*, const T*, const T*, T*, T*, T*, double*, int64_t, int64_t, int64_t,    \
+                                      double);                                                                         \
+  template void batch_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, \
+                                       int64_t);                                                                       \
+  template void softmax_forward<T>(const T*, T*, int64_t, int64_t, bool);                                              \
+  template void softmax_backward<T>(const T*, const T*, T*, int64_t, int64_t, bool);                                   \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, double*, int64_t, int64_t, int64_t);            \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const double*, const double*, T*, int64_t,         \
+                                          int64_t, int64_t);                                                           \
+  template void im2col<T>(const T*, T*, const Im2col&);                                                                \
+  template void col2im<T>(const T*, T*, const Im2col&);                                                                \
+  template void max_pool2d_forward<T>(const T*, T*, int32_t*, const Pool2d&);                                          \
+  template void max_pool2d_backward<T>(const T*, const int32_t*, T*, const Pool2d&);                                   \
+  template void gelu_forward<T>(const T*, T*, int64_t, bool);                                                          \
+  template void gelu_backward<T>(const T*, const T*, T*, int64_t, bool);                                               \
+  template void adam_step<T>(T*, const T*, T*, T*, int64_t, const AdamArgs&);                                          \
   template void sgd_step<T>(T*, const T*, T*, int64_t, const SgdArgs&);
 KILN_NATIVE_KERNELS(float)
 KILN_NATIVE_KERNELS(double)

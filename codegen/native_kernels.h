@@ -21,6 +21,16 @@ template <typename T>
 void layer_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
                          int64_t rows, int64_t cols);
 
+// Batch norm in training over x [N, C, inner]: each channel's statistics over its N * inner values
+// (mean, rstd = 1 / sqrt(var + eps), and the biased variance var, for the running statistics),
+// y = (x - mean) * rstd * w + b; and the gradients (dx, dw, db as for layer norm, per channel).
+template <typename T>
+void batch_norm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, double* var, int64_t n, int64_t c,
+                        int64_t inner, double eps);
+template <typename T>
+void batch_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
+                         int64_t n, int64_t c, int64_t inner);
+
 // softmax (log: log_softmax) of each row.
 template <typename T>
 void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log);

@@ -247,6 +247,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   Tensor centered, var;
   if (training) {
     KILN_CHECK(count > 1, op, ": expected more than 1 value per channel when training, got input ", shape_str(input));
+    auto composite = [=](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return batch_norm(x, w, b, Tensor(), Tensor(), true, momentum, eps);
+    };
+    if (auto native =
+            detail::native::batch_norm(input, weight, bias, running_mean, running_var, momentum, eps, composite))
+      return *native;
     const auto moments = detail::shifted_moments(input, axes);  // one pass, as layer_norm
     centered = moments.centered;
     var = moments.var;

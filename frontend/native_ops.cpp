@@ -160,6 +160,52 @@ class LayerNormBackward final : public NativeBackward {
   double eps_ = 1e-5;
 };
 
+// --- batch_norm ---
+
+class BatchNormBackward final : public NativeBackward {
+ public:
+  BatchNormBackward() : NativeBackward("NativeBatchNormBackward0") {}
+  static void attach_to(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, BufferPtr mean, BufferPtr rstd,
+                        BatchNormComposite composite) {
+    auto node = std::make_shared<BatchNormBackward>();
+    node->attach(out, {x, w, b});
+    for (const Tensor* t : {&x, &w, &b})
+      node->saved_.emplace_back(t->defined() ? autograd::SavedTensor(*t, false) : autograd::SavedTensor());
+    node->mean_ = std::move(mean);
+    node->rstd_ = std::move(rstd);
+    node->composite_ = std::move(composite);
+  }
+
+  tensor_list apply(tensor_list&& grads) override {
+    tensor_list in = {saved(0), saved(1), saved(2)};
+    const Tensor& x = in[0];
+    if (autograd::GradMode::is_enabled())
+      return recompute(in, grads[0], [&](const tensor_list& i) { return composite_(i[0], i[1], i[2]); });
+    const Tensor dy = grads[0].to(x.dtype()).contiguous();
+    const int64_t n = x.size(0), c = x.size(1), inner = x.numel() / std::max<int64_t>(n * c, 1);
+    tensor_list result(3);
+    with_float(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      std::optional<Out> dx, dw, db;
+      if (needs(0)) dx.emplace(Shape(x.sizes()), x.dtype());
+      if (needs(1)) dw.emplace(Shape(in[1].sizes()), x.dtype());
+      if (needs(2)) db.emplace(Shape(in[2].sizes()), x.dtype());
+      nk::batch_norm_backward<T>(read<T>(dy), read<T>(x), mean_->as<T>(), rstd_->as<T>(), read<T>(in[1]),
+                                 dx ? dx->data<T>() : nullptr, dw ? dw->data<T>() : nullptr,
+                                 db ? db->data<T>() : nullptr, n, c, inner);
+      if (dx) result[0] = dx->tensor();
+      if (dw) result[1] = dw->tensor();
+      if (db) result[2] = db->tensor();
+    });
+    count_kernel();
+    return result;
+  }
+
+ private:
+  BufferPtr mean_, rstd_;
+  BatchNormComposite composite_;
+};
+
 // --- softmax ---
 
 class SoftmaxBackward final : public NativeBackward {
@@ -386,6 +432,37 @@ std::optional<Tensor> layer_norm(const Tensor& input, int64_t normalized_dims, c
   Tensor out = y.tensor();
   if (wants_grad({x, wc, bc}))
     LayerNormBackward::attach_to(out, x, wc, bc, std::move(mean), std::move(rstd), normalized_dims, eps);
+  return out;
+}
+
+std::optional<Tensor> batch_norm(const Tensor& input, const Tensor& w, const Tensor& b, const Tensor& running_mean,
+                                 const Tensor& running_var, double momentum, double eps, BatchNormComposite composite) {
+  if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
+  for (const Tensor* p : {&w, &b})
+    if (p->defined() && (p->dtype() != input.dtype() || !on_host(*p))) return std::nullopt;
+  const Tensor x = input.contiguous(), wc = w.defined() ? w.contiguous() : w, bc = b.defined() ? b.contiguous() : b;
+  const int64_t n = x.size(0), c = x.size(1), inner = x.numel() / (n * c);
+  Out y(Shape(x.sizes()), x.dtype()), mean({c}, x.dtype()), rstd({c}, x.dtype());
+  Out var({c}, kDouble);
+  with_float(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    nk::batch_norm_forward<T>(read<T>(x), read<T>(wc), read<T>(bc), y.data<T>(), mean.data<T>(), rstd.data<T>(),
+                              var.data<double>(), n, c, inner, eps);
+  });
+  count_kernel();
+  if (running_mean.defined() || running_var.defined()) {
+    autograd::NoGradGuard no_grad;
+    const double count = double(n * inner);
+    if (running_mean.defined())
+      Tensor(running_mean).mul_(1 - momentum).add_(mean.tensor().to(running_mean.dtype()) * momentum);
+    if (running_var.defined())
+      Tensor(running_var)
+          .mul_(1 - momentum)
+          .add_(var.tensor().to(running_var.dtype()) * (momentum * count / (count - 1)));
+  }
+  Tensor out = y.tensor();
+  if (wants_grad({x, wc, bc}))
+    BatchNormBackward::attach_to(out, x, wc, bc, mean.buffer, rstd.buffer, std::move(composite));
   return out;
 }
 

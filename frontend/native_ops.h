@@ -31,6 +31,11 @@ std::optional<Tensor> softmax(const Tensor& x, int64_t dim, bool log);
 // columns from kiln ops: the backward recomputes it where create_graph asks for a graph.
 std::optional<Tensor> im2col(const Tensor& x, const codegen::native::Im2col& args, Shape sizes,
                              std::function<Tensor(const Tensor&)> composite);
+// batch_norm in training of x [N, C, ...] (running statistics updated, where defined, as the
+// composite updates them); `composite` computes it from (x, weight, bias) without them.
+using BatchNormComposite = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+std::optional<Tensor> batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                                 const Tensor& running_var, double momentum, double eps, BatchNormComposite composite);
 // max_pool2d of x [N, C, H, W] (args.planes = N * C); `composite` as for im2col.
 std::optional<Tensor> max_pool2d(const Tensor& x, const codegen::native::Pool2d& args,
                                  std::function<Tensor(const Tensor&)> composite);

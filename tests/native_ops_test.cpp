@@ -1,8 +1,8 @@
 // Eager mode's whole-op kernels (frontend/native_ops.h, codegen/native_kernels.h): layer_norm,
-// softmax, log_softmax, gelu, cross_entropy, conv2d's im2col, max_pool2d and the Adam, AdamW and SGD updates run as one
-// precompiled kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's results (which
-// fuses the composites), pass float64 gradient checks (second order through the composites), and name the op and shapes
-// when the input is bad. Layer norm's second derivative is checked in lazy mode too.
+// softmax, log_softmax, gelu, cross_entropy, batch_norm, conv2d's im2col, max_pool2d and the Adam, AdamW and SGD
+// updates run as one precompiled kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's
+// results (which fuses the composites), pass float64 gradient checks (second order through the composites), and name
+// the op and shapes when the input is bad. Layer norm's second derivative is checked in lazy mode too.
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 
@@ -73,6 +73,13 @@ std::vector<std::vector<double>> run_ops() {
       F::conv2d(images, kernels, F::Conv2dFuncOptions().stride({2, 1}).padding({1, 2}).dilation({1, 2}).groups(2)),
       {images, kernels});
   with_grads(F::max_pool2d(images, F::MaxPool2dFuncOptions(2)), {images});
+  Tensor gamma = torch::randn({4}).requires_grad_(true), beta = torch::randn({4}).requires_grad_(true);
+  Tensor running_mean = torch::zeros({4}), running_var = torch::ones({4});
+  with_grads(F::batch_norm(images * 2 + 1, running_mean, running_var,
+                           F::BatchNormFuncOptions().weight(gamma).bias(beta).training(true).momentum(0.2)),
+             {images, gamma, beta});
+  keep(running_mean);
+  keep(running_var);
   with_grads(
       F::max_pool2d(images, F::MaxPool2dFuncOptions(3).stride({2, 1}).padding(1).dilation({1, 2}).ceil_mode(true)),
       {images});
@@ -94,8 +101,8 @@ TEST(NativeEagerKernels, MatchLazyModeAndRunInEagerModeOnly) {
   {
     Mode mode(false);
     eager = run_ops();
-    // 14 ops (the convolution's im2col), each a forward and a backward kernel.
-    EXPECT_EQ(kiln::stats().native_kernels, 28);
+    // 15 ops (the convolution's im2col), each a forward and a backward kernel.
+    EXPECT_EQ(kiln::stats().native_kernels, 30);
   }
   ASSERT_EQ(lazy.size(), eager.size());
   for (size_t i = 0; i < lazy.size(); ++i) expect_close(eager[i], lazy[i], 1e-5, "result " + std::to_string(i));
@@ -139,6 +146,12 @@ TEST(NativeEagerKernels, GradientsPassFiniteDifferenceChecks) {
           return F::max_pool2d(in[0], F::MaxPool2dFuncOptions(2).stride(1).padding(1).ceil_mode(true));
         },
         {gradcheck::randn({2, 3, 5, 4})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::batch_norm(in[0], Tensor(), Tensor(),
+                               F::BatchNormFuncOptions().weight(in[1]).bias(in[2]).training(true));
+        },
+        {gradcheck::randn({4, 3, 2, 2}), gradcheck::randn({3}), gradcheck::randn({3})}));
     Tensor labels = torch::tensor({3, 0, -100, 6, 2});
     EXPECT_TRUE(gradcheck::check([&](const kiln::TensorList& in) { return F::cross_entropy(in[0], labels); },
                                  {gradcheck::randn({5, 7})}));
