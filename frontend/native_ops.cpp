@@ -60,6 +60,16 @@ auto with_float(ScalarType t, F&& f) {
   return t == kDouble ? f(double()) : f(float());
 }
 
+// A new tensor of `sizes` and `dtype` that one native kernel fills: kernel(T(), out) with T the
+// dtype's C++ type.
+template <typename F>
+Tensor filled(Shape sizes, ScalarType dtype, F&& kernel) {
+  Out out(std::move(sizes), dtype);
+  with_float(dtype, [&](auto zero) { kernel(zero, out); });
+  count_kernel();
+  return out.tensor();
+}
+
 // The backward node of a native op: inputs' edges, outputs' shapes, and the tensors it keeps.
 class NativeBackward : public autograd::Node {
  public:
@@ -225,13 +235,10 @@ class SoftmaxBackward final : public NativeBackward {
       return {log_ ? g - exp(y) * g.sum({d}, true) : y * (g - (g * y).sum({d}, true))};
     const Tensor dy = g.to(y.dtype()).contiguous();
     const int64_t cols = y.size(d), rows = cols == 0 ? 0 : y.numel() / cols;
-    Out dx(Shape(y.sizes()), y.dtype());
-    with_float(y.dtype(), [&](auto zero) {
+    return {filled(Shape(y.sizes()), y.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
       nk::softmax_backward<T>(read<T>(dy), read<T>(y), dx.data<T>(), rows, cols, log_);
-    });
-    count_kernel();
-    return {dx.tensor()};
+    })};
   }
 
  private:
@@ -242,7 +249,7 @@ class SoftmaxBackward final : public NativeBackward {
 
 class Im2colBackward final : public NativeBackward {
  public:
-  Im2colBackward() : NativeBackward("ConvolutionBackward0") {}
+  Im2colBackward() : NativeBackward("Im2ColBackward0") {}
   static void attach_to(Tensor& out, const Tensor& x, const nk::Im2col& args,
                         std::function<Tensor(const Tensor&)> composite) {
     auto node = std::make_shared<Im2colBackward>();
@@ -256,13 +263,10 @@ class Im2colBackward final : public NativeBackward {
     if (autograd::GradMode::is_enabled())
       return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
     const Tensor g = grads[0].to(dtype_of_x()).contiguous();
-    Out dx(Shape{args_.n, args_.c, args_.h, args_.w}, g.dtype());
-    with_float(g.dtype(), [&](auto zero) {
+    return {filled(Shape{args_.n, args_.c, args_.h, args_.w}, g.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
       nk::col2im<T>(read<T>(g), dx.data<T>(), args_);
-    });
-    count_kernel();
-    return {dx.tensor()};
+    })};
   }
 
  private:
@@ -291,13 +295,10 @@ class MaxPoolBackward final : public NativeBackward {
     if (autograd::GradMode::is_enabled())
       return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
     const Tensor g = grads[0].to(output_dtypes[0]).contiguous();
-    Out dx(in_shape_, g.dtype());
-    with_float(g.dtype(), [&](auto zero) {
+    return {filled(in_shape_, g.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
       nk::max_pool2d_backward<T>(read<T>(g), where_->as<int32_t>(), dx.data<T>(), args_);
-    });
-    count_kernel();
-    return {dx.tensor()};
+    })};
   }
 
   void release_variables() override {
@@ -329,13 +330,10 @@ class GeluBackward final : public NativeBackward {
       return recompute({x}, grads[0],
                        [&](const tensor_list& i) { return kiln::gelu(i[0], tanh_form_ ? "tanh" : "none"); });
     const Tensor dy = grads[0].to(x.dtype()).contiguous();
-    Out dx(Shape(x.sizes()), x.dtype());
-    with_float(x.dtype(), [&](auto zero) {
+    return {filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
       nk::gelu_backward<T>(read<T>(dy), read<T>(x), dx.data<T>(), x.numel(), tanh_form_);
-    });
-    count_kernel();
-    return {dx.tensor()};
+    })};
   }
 
  private:
@@ -371,14 +369,11 @@ class CrossEntropyBackward final : public NativeBackward {
     const double* gv = read<double>(g);
     for (int64_t i = 0; i < rows; ++i)
       scale[size_t(i)] = reduction_ == "none" ? gv[i] : reduction_ == "mean" ? gv[0] / count_ : gv[0];
-    Out dx(Shape(x.sizes()), x.dtype());
-    with_float(x.dtype(), [&](auto zero) {
+    return {filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
       nk::cross_entropy_backward<T>(read<T>(x), read<int64_t>(target_), lse_.data(), scale.data(), dx.data<T>(), rows,
                                     cols, ignore_index_);
-    });
-    count_kernel();
-    return {dx.tensor()};
+    })};
   }
 
   void release_variables() override {
@@ -422,14 +417,12 @@ std::optional<Tensor> layer_norm(const Tensor& input, int64_t normalized_dims, c
   const Tensor x = input.contiguous(), wc = w.defined() ? w.contiguous() : w, bc = b.defined() ? b.contiguous() : b;
   const int64_t cols = numel_of(Shape(x.sizes().end() - normalized_dims, x.sizes().end()));
   const int64_t rows = x.numel() / cols;
-  Out y(Shape(x.sizes()), x.dtype()), mean({rows}, x.dtype()), rstd({rows}, x.dtype());
-  with_float(x.dtype(), [&](auto zero) {
+  Out mean({rows}, x.dtype()), rstd({rows}, x.dtype());
+  Tensor out = filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& y) {
     using T = decltype(zero);
     nk::layer_norm_forward<T>(read<T>(x), read<T>(wc), read<T>(bc), y.data<T>(), mean.data<T>(), rstd.data<T>(), rows,
                               cols, eps);
   });
-  count_kernel();
-  Tensor out = y.tensor();
   if (wants_grad({x, wc, bc}))
     LayerNormBackward::attach_to(out, x, wc, bc, std::move(mean), std::move(rstd), normalized_dims, eps);
   return out;
@@ -471,13 +464,10 @@ std::optional<Tensor> softmax(const Tensor& input, int64_t dim, bool log) {
     return std::nullopt;
   const Tensor x = input.contiguous();
   const int64_t cols = x.size(dim), rows = x.numel() / cols;
-  Out y(Shape(x.sizes()), x.dtype());
-  with_float(x.dtype(), [&](auto zero) {
+  Tensor out = filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& y) {
     using T = decltype(zero);
     nk::softmax_forward<T>(read<T>(x), y.data<T>(), rows, cols, log);
   });
-  count_kernel();
-  Tensor out = y.tensor();
   if (wants_grad({x})) SoftmaxBackward::attach_to(out, x, log);
   return out;
 }
@@ -486,13 +476,10 @@ std::optional<Tensor> im2col(const Tensor& input, const nk::Im2col& args, Shape 
                              std::function<Tensor(const Tensor&)> composite) {
   if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
   const Tensor x = input.contiguous();
-  Out cols(std::move(sizes), x.dtype());
-  with_float(x.dtype(), [&](auto zero) {
+  Tensor out = filled(std::move(sizes), x.dtype(), [&](auto zero, const Out& cols) {
     using T = decltype(zero);
     nk::im2col<T>(read<T>(x), cols.data<T>(), args);
   });
-  count_kernel();
-  Tensor out = cols.tensor();
   if (wants_grad({x})) Im2colBackward::attach_to(out, x, args, std::move(composite));
   return out;
 }
@@ -517,13 +504,10 @@ std::optional<Tensor> max_pool2d(const Tensor& input, const nk::Pool2d& args,
 std::optional<Tensor> gelu(const Tensor& input, bool tanh_form) {
   if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
   const Tensor x = input.contiguous();
-  Out y(Shape(x.sizes()), x.dtype());
-  with_float(x.dtype(), [&](auto zero) {
+  Tensor out = filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& y) {
     using T = decltype(zero);
     nk::gelu_forward<T>(read<T>(x), y.data<T>(), x.numel(), tanh_form);
   });
-  count_kernel();
-  Tensor out = y.tensor();
   if (wants_grad({x})) GeluBackward::attach_to(out, x, tanh_form);
   return out;
 }

@@ -299,12 +299,12 @@ Moments centered_moments(const Tensor& x, const std::vector<int64_t>& axes) {
   // Through the mean, the variance's gradient was a sum over each row that needed another row sum
   // first (the gradient of var), a third pass over every row in LayerNorm's backward kernel;
   // without it both sums are taken in one pass, as in PyTorch's closed form.
-  // Less the square of the deviations' mean (zero in value, and so is its share of the gradient):
-  // for any constant c, mean((x - c)^2) - (mean(x) - c)^2 is the variance, so the second
-  // derivative is right too (without it, gradgradcheck failed by the term the detached mean drops).
-  // A sibling row sum of the same pass; the backward gains a broadcast, not a row sum.
+  // Less (mean - c)^2 with c the detached mean: zero in value, as is its share of the gradient, but
+  // for any constant c, mean((x - c)^2) - (mean(x) - c)^2 is the variance, so the second derivative
+  // is right too (without it, gradgradcheck failed by the term the detached mean drops). One value
+  // per row, forward and backward: no pass over the rows.
   Tensor deviation = x - mean.detach();
-  Tensor drift = deviation.mean(axes, /*keepdim=*/true);
+  Tensor drift = mean - mean.detach();
   return {centered, mean.detach(), (deviation * deviation).mean(axes, /*keepdim=*/true) - drift * drift};
 }
 
