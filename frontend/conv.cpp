@@ -12,6 +12,7 @@
 #include "frontend/conv_args.h"
 #include "frontend/derivatives.h"
 #include "frontend/moments.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 #include "tracer/view_attr.h"
@@ -162,10 +163,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   // Columns [G, Cg*KH*KW, N*OH*OW]: column j holds output position j's window. Rows run along
   // the output's width, so the im2col copy (and its adjoint, the fold) moves contiguous runs.
   tracer::EagerGroup eager_group;
-  Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
-  Tensor windows = detail::as_strided(
-      xp, ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
-  Tensor cols = windows.reshape({g, patch, n * oh * ow});
+  auto composite_cols = [=](const Tensor& x) {
+    Tensor xp = pad2d(x, p.h, p.h, p.w, p.w, 0.0).contiguous();
+    Tensor windows = detail::as_strided(
+        xp,
+        ir::View{{g, cg, kh, kw, n, oh, ow}, {cg * hp * wp, hp * wp, d.h * wp, d.w, c * hp * wp, s.h * wp, s.w}, 0});
+    return windows.reshape({g, patch, n * oh * ow});
+  };
+  const auto native = detail::native::im2col(x, {n, c, h, w, kh, kw, oh, ow, s.h, s.w, p.h, p.w, d.h, d.w},
+                                             {g, patch, n * oh * ow}, composite_cols);
+  Tensor cols = native ? *native : composite_cols(x);
   Tensor out = weight.reshape({g, og, patch}).matmul(cols);  // [G, Og, N*OH*OW]
   out = out.reshape({o, n, oh, ow}).permute({1, 0, 2, 3});
   out = bias.defined() ? out + bias.view({1, o, 1, 1}) : out.contiguous();
@@ -176,8 +183,19 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef dilation, bool ceil_mode) {
   Pool2d pool = check_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
   tracer::EagerGroup eager_group;
-  auto [windows, axes] = pool_windows(pool, -std::numeric_limits<double>::infinity());
-  Tensor out = detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
+  auto composite = [pool](const Tensor& x) {
+    Pool2d of_x = pool;
+    of_x.x = x;
+    auto [windows, axes] = pool_windows(of_x, -std::numeric_limits<double>::infinity());
+    return detail::amax_to_first(windows, axes);  // the gradient to each window's first maximum
+  };
+  const auto native =
+      detail::native::max_pool2d(pool.x,
+                                 {pool.x.size(0) * pool.x.size(1), pool.x.size(2), pool.x.size(3), pool.oh, pool.ow,
+                                  pool.k.h, pool.k.w, pool.s.h, pool.s.w, pool.p.h, pool.p.w, pool.d.h, pool.d.w},
+                                 composite);
+  if (native) return unbatch(*native, pool.batched);
+  Tensor out = composite(pool.x);
   return unbatch(detail::named(out, "MaxPool2DWithIndicesBackward0", {input}), pool.batched);
 }
 
@@ -229,6 +247,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   Tensor centered, var;
   if (training) {
     KILN_CHECK(count > 1, op, ": expected more than 1 value per channel when training, got input ", shape_str(input));
+    auto composite = [=](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return batch_norm(x, w, b, Tensor(), Tensor(), true, momentum, eps);
+    };
+    if (auto native =
+            detail::native::batch_norm(input, weight, bias, running_mean, running_var, momentum, eps, composite))
+      return *native;
     const auto moments = detail::shifted_moments(input, axes);  // one pass, as layer_norm
     centered = moments.centered;
     var = moments.var;

@@ -334,11 +334,6 @@ class OpBackward final : public autograd::Node {
   autograd::SavedTensor saved_output_;
 };
 
-uint64_t next_sequence_nr() {
-  static std::atomic<uint64_t> counter{0};
-  return counter.fetch_add(1, std::memory_order_relaxed);
-}
-
 void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs) {
   auto node = pool::make_shared<OpBackward>(d);  // one per traced op: from the small-object pool
   node->sequence_nr = next_sequence_nr();
@@ -354,6 +349,11 @@ void attach(Tensor& out, const Derivative* d, Tensors inputs, const Attrs& attrs
 }
 
 }  // namespace
+
+uint64_t next_sequence_nr() {
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 const Derivative* derivative(ir::Op op) {
   static const std::vector<const Derivative*> table = [] {

@@ -73,6 +73,8 @@ Tensor embed(const Tensor& g, const Shape& shape, const ir::View& window);
 // Sums `g` down to `shape` over broadcast dimensions (the adjoint of expand).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
+// The next backward node's sequence_nr (creation order: later nodes run first among ready ones).
+uint64_t next_sequence_nr();
 // Makes `node` the grad_fn of `out` (output `output_nr`) and `out` require grad.
 void set_history(Tensor& out, const std::shared_ptr<autograd::Node>& node, uint32_t output_nr = 0);
 // The edge a gradient for `t` flows along (its grad_fn, or its leaf accumulator), or none.

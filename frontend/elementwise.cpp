@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "frontend/derivatives.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 
 namespace kiln {
@@ -138,6 +139,7 @@ Tensor silu(const Tensor& x) { return named(x * sigmoid(x), "SiluBackward0", {x}
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be 'none' or 'tanh', got '",
              approximate, "'");
+  if (auto native = detail::native::gelu(x, approximate == "tanh")) return *native;
   tracer::EagerGroup eager_group;
   Tensor xf = float_input(x);
   if (approximate == "tanh") {

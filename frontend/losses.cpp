@@ -7,6 +7,7 @@
 
 #include "frontend/derivatives.h"
 #include "frontend/moments.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -271,6 +272,8 @@ Tensor cross_entropy_loss(const Tensor& logits, const Tensor& target, const Tens
     return cross_entropy_probabilities(logits, target, weight, r, ignore_index, label_smoothing);
   const int64_t class_dim = check_class_target(logits, target, ignore_index, op);
   check_class_weight(weight, logits, class_dim, op);
+  if (!weight.defined() && label_smoothing == 0)
+    if (auto native = detail::native::cross_entropy(logits, target, reduction.name(), ignore_index)) return *native;
   tracer::EagerGroup eager_group;
   // log p = (logits - max) - log_sum: the picked logits and the row maxima, the sum of
   // exponentials and the gradient are passes over each row of logits, in one kernel.

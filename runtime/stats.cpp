@@ -99,7 +99,7 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " allocator_hits=" << s.allocator_hits << " cuda_host_fallbacks=" << s.cuda_host_fallbacks
             << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned
             << " kernels_served_general=" << s.kernels_served_general
-            << " kernels_specialized=" << s.kernels_specialized;
+            << " kernels_specialized=" << s.kernels_specialized << " native_kernels=" << s.native_kernels;
 }
 
 }  // namespace kiln

@@ -32,6 +32,9 @@ struct Stats {
   // because they pay (codegen/halide/specialize.h).
   int64_t kernels_served_general = 0;
   int64_t kernels_specialized = 0;
+  // Eager mode's whole-op kernels (codegen/native_kernels.h: layer norm, softmax, cross-entropy,
+  // optimizer updates, forward or backward), each also one of kernel_launches.
+  int64_t native_kernels = 0;
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

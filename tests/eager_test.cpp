@@ -50,10 +50,12 @@ TEST(EagerGroups, ACompositeOpIsOneFlush) {
   torch::manual_seed(0);
   Tensor x = torch::randn({8, 16});
   Tensor labels = torch::randint(0, 16, {8});
+  // (softmax, log_softmax, layer_norm and cross_entropy of a computed input run a native kernel
+  // and flush nothing: tests/native_ops_test.cpp)
   const auto one_flush = [&](const char* what, const std::function<Tensor()>& op) {
     const int64_t before = flushes();
     Tensor y = op();
-    EXPECT_EQ(flushes() - before, 1) << what;
+    EXPECT_LE(flushes() - before, 1) << what;
     EXPECT_TRUE(computed(y)) << what;
   };
   one_flush("softmax", [&] { return torch::softmax(x, 1); });
@@ -145,13 +147,11 @@ TEST(EagerGroups, GradientsPassFiniteDifferenceChecks) {
                                {gradcheck::randn({5, 7})}));
   gradcheck::Options no_second_order;
   no_second_order.gradgrad = false;
-  // First order only: layer_norm's second derivative misses a term in lazy mode as well (its
-  // statistics are not differentiated twice).
   EXPECT_TRUE(gradcheck::check(
       [](const kiln::TensorList& in) {
         return F::layer_norm(in[0], F::LayerNormFuncOptions({7}).weight(in[1]).bias(in[2]));
       },
-      {gradcheck::randn({5, 7}), gradcheck::randn({7}), gradcheck::randn({7})}, no_second_order));
+      {gradcheck::randn({5, 7}), gradcheck::randn({7}), gradcheck::randn({7})}));
   EXPECT_TRUE(gradcheck::check([&](const kiln::TensorList& in) { return F::cross_entropy(in[0], labels); },
                                {gradcheck::randn({5, 7})}));
   EXPECT_TRUE(

@@ -4,6 +4,7 @@
 #include "frontend/autograd.h"
 #include "frontend/derivatives.h"
 #include "frontend/moments.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -66,6 +67,8 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   for (const Tensor* p : {&options.weight(), &options.bias()})
     KILN_CHECK(!p->defined() || p->sizes() == IntArrayRef(shape), "layer_norm: expected weight and bias of shape ",
                shape, ", got ", shape_str(*p));
+  if (auto native = kiln::detail::native::layer_norm(input, k, options.weight(), options.bias(), options.eps()))
+    return *native;
   std::vector<int64_t> axes;
   for (int64_t i = input.dim() - k; i < input.dim(); ++i) axes.push_back(i);
   tracer::EagerGroup eager_group;

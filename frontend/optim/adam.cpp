@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "frontend/autograd.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -30,13 +31,29 @@ AdamParamState& init_state(AdamParamState& state, const Tensor& p, bool amsgrad)
   return state;
 }
 
-// The moment updates and the parameter update the two share, given the gradient to use.
+// The moment updates and the parameter update the two share, given the gradient to use: first
+// p *= decay (AdamW's decoupled weight decay) and grad += weight_decay * p (Adam's L2 term).
+// Eager mode runs them as one kernel (native_ops.h).
 template <typename Options>
-void adam_update(Tensor& p, const Tensor& grad, AdamParamState& state, const Options& options) {
+void adam_update(Tensor& p, Tensor grad, AdamParamState& state, const Options& options, double decay,
+                 double weight_decay) {
   state.step(state.step() + 1);
   const auto [beta1, beta2] = options.betas();
   const double bias_correction1 = 1 - std::pow(beta1, double(state.step()));
   const double bias_correction2 = 1 - std::pow(beta2, double(state.step()));
+  if (!options.amsgrad()) {
+    codegen::native::AdamArgs args;
+    args.decay = decay;
+    args.weight_decay = weight_decay;
+    args.beta1 = beta1;
+    args.beta2 = beta2;
+    args.eps = options.eps();
+    args.step_size = options.lr() / bias_correction1;
+    args.sqrt_bias_correction2 = std::sqrt(bias_correction2);
+    if (detail::native::adam_step(p, grad, state.exp_avg(), state.exp_avg_sq(), args)) return;
+  }
+  if (decay != 1) p.mul_(decay);
+  if (weight_decay != 0) grad = grad.add(p, weight_decay);
 
   state.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
   state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
@@ -67,8 +84,7 @@ Tensor Adam::step(LossClosure closure) {
     auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
                              options.amsgrad());
     // Adam's weight decay is L2 regularization: added to the gradient.
-    if (options.weight_decay() != 0) grad = grad.add(p, options.weight_decay());
-    adam_update(p, grad, state, options);
+    adam_update(p, grad, state, options, 1.0, options.weight_decay());
   });
   return loss;
 }
@@ -81,11 +97,10 @@ AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions default
 Tensor AdamW::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
   update_parameters<AdamWOptions>([&](Tensor& p, AdamWOptions& options) {
-    // Decoupled weight decay: the weights shrink before the Adam update.
-    if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
     auto& state = init_state(state_of<AdamParamState>(p, [] { return std::make_unique<AdamParamState>(); }), p,
                              options.amsgrad());
-    adam_update(p, p.grad(), state, options);
+    // Decoupled weight decay: the weights shrink before the Adam update.
+    adam_update(p, p.grad(), state, options, 1 - options.lr() * options.weight_decay(), 0.0);
   });
   return loss;
 }

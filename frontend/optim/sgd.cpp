@@ -2,6 +2,7 @@
 #include "frontend/optim/sgd.h"
 
 #include "frontend/autograd.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 
 namespace kiln::optim {
@@ -19,6 +20,17 @@ Tensor SGD::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
   update_parameters<SGDOptions>([&](Tensor& p, SGDOptions& options) {
     Tensor d_p = p.grad();
+    auto* existing = static_cast<SGDParamState*>(options.momentum() != 0 ? state_[state_key(p)].get() : nullptr);
+    if (options.momentum() == 0 || existing) {  // eager mode: one kernel (the first momentum step makes the buffer)
+      codegen::native::SgdArgs args;
+      args.lr = options.lr();
+      args.momentum = options.momentum();
+      args.dampening = options.dampening();
+      args.weight_decay = options.weight_decay();
+      args.nesterov = options.nesterov();
+      Tensor no_buffer;
+      if (detail::native::sgd_step(p, d_p, existing ? existing->momentum_buffer() : no_buffer, args)) return;
+    }
     if (options.weight_decay() != 0) d_p = d_p.add(p, options.weight_decay());
     if (options.momentum() != 0) {
       Tensor buf;
