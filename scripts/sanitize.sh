@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds kiln and its tests with sanitizers and runs the tests:
 #
-#   bash scripts/sanitize.sh [address|thread] [--quick]
+#   bash scripts/sanitize.sh [address|thread] [--quick] [--kernels-of BUILD]
 #
 # address (the default): AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer, in
 # build-asan; thread: ThreadSanitizer, in build-tsan. Any finding fails its test. kiln's code is
@@ -9,17 +9,24 @@
 # builds are not (CMakeLists.txt, KILN_SANITIZE), and the suppressions in scripts/sanitizers/ are
 # for findings inside them only. The differential test runs fewer programs (KILN_FUZZ_PROGRAMS and
 # KILN_FUZZ_STRUCTURES override); --quick (what scripts/test.sh runs) leaves it and the other slow
-# tests out.
+# tests out. --kernels-of BUILD (scripts/test.sh passes its release build): the tests load BUILD's
+# compiler module, so they find the kernels BUILD's own test run put in the kernel cache instead of
+# compiling each again through the instrumented module (kernels are Halide's output either way, never
+# instrumented, and the same for the same tree); the lowering's own tests still compile theirs
+# through the instrumented module, first, so that its code runs under the sanitizers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=address
 quick=0
-for arg in "$@"; do
-  case "$arg" in
-    address | thread) kind=$arg ;;
+kernels_of=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    address | thread) kind=$1 ;;
     --quick) quick=1 ;;
-    *) echo "usage: $0 [address|thread] [--quick]" >&2; exit 2 ;;
+    --kernels-of) kernels_of=$(cd "${2:?--kernels-of names a build folder}" && pwd); shift ;;
+    *) echo "usage: $0 [address|thread] [--quick] [--kernels-of BUILD]" >&2; exit 2 ;;
   esac
+  shift
 done
 bash scripts/deps.sh libasan8 libubsan1 libtsan2  # gcc 12's sanitizer runtimes
 
@@ -52,8 +59,17 @@ exclude=()
 # (its code runs in the other RNN tests).
 [ "$quick" = 1 ] && exclude+=("Differential\\." "RowKernel\\.RandomRowPrograms" "Build\\."
   "TorchDataMnist\\.FashionMnist" "Cuda\\.EveryFlushedKernelStructure" "RNN\\.LstmTrainingStepLaunches")
-args=()
-if [ ${#exclude[@]} -gt 0 ]; then
-  args=(-E "$(IFS='|'; echo "${exclude[*]}")")
+run_tests() {  # ctest over the tests not excluded, with the extra arguments given
+  ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -E "$(IFS='|'; echo "${exclude[*]}")" "$@"
+}
+[ ${#exclude[@]} -gt 0 ] || exclude=("^$")
+if [ -z "$kernels_of" ]; then
+  run_tests
+  exit
 fi
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "${args[@]}"
+module=$kernels_of/libkiln_halide_compiler.so
+[ -f "$module" ] || { echo "$0: $kernels_of has no compiler module ($module)" >&2; exit 2; }
+lowering='^(Fusion|RowKernel|Dtypes|OpsReduce|SizeSpecialization|Tune)\.|/Sums\.'
+run_tests -R "$lowering"
+exclude+=("$lowering")
+KILN_HALIDE_COMPILER=$module run_tests

@@ -8,4 +8,4 @@ bash scripts/deps.sh dataset-fashion-mnist libgloo-dev openmpi-bin  # the parity
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=ON -DKILN_REQUIRE_GLOO=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_PERF=ON -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_CLI=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
-bash scripts/sanitize.sh address --quick  # the unit tests again under ASan + UBSan (build-asan)
+bash scripts/sanitize.sh address --quick --kernels-of build  # the unit tests again under ASan + UBSan (build-asan), on the kernels compiled above
