@@ -190,6 +190,7 @@ int tune(const TuneOptions& o) {
       options.jobs = jobs;
       options.compile_limit_s = o.compile_limit;
       options.run_limit_s = o.run_limit;
+      options.below_us = o.below_us;
       try {
         if (auto tuned = codegen::halide::tune_recorded(r, options)) bar.report({*tuned, ++done});
       } catch (const Error& e) {
