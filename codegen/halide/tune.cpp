@@ -344,27 +344,38 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
     }
   };
   for (Built& b : built) check_and_time(b);
-  // Then the parameters that won alone, together (the best candidate's first): one more candidate.
+  // Then the parameters that won alone, combined: all of them (the best candidate's values first),
+  // and the best with each of the next few, which leaves out values that clash with it.
   std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
+  std::vector<ScheduleParams> winners, combined;
+  for (const Built* b : passed)
+    if (!b->general && b->choice.kind == ScheduleChoice::Kind::Params && b->us < hand_us)
+      winners.push_back(b->choice.params);
+  auto combine = [&](ScheduleParams p) {
+    p.serial_below = std::max(p.serial_below, p.task_elements);
+    p = effective_params(k, p, native_lanes());
+    const auto same = [&](const Built& b) {
+      return !b.general && b.choice.kind == ScheduleChoice::Kind::Params && b.choice.params == p;
+    };
+    if (p != ScheduleParams{} && std::none_of(built.begin(), built.end(), same) &&
+        std::find(combined.begin(), combined.end(), p) == combined.end())
+      combined.push_back(p);
+  };
   ScheduleParams together;
   int merged = 0;
-  for (const Built* b : passed)
-    if (!b->general && b->choice.kind == ScheduleChoice::Kind::Params && b->us < hand_us &&
-        together.merge(b->choice.params))
-      ++merged;
-  together.serial_below = std::max(together.serial_below, together.task_elements);
-  together = effective_params(k, together, native_lanes());
-  const bool new_params = std::none_of(built.begin(), built.end(), [&](const Built& b) {
-    return !b.general && b.choice.kind == ScheduleChoice::Kind::Params && b.choice.params == together;
-  });
-  std::vector<Built> second(
-      merged >= 2 && new_params && together != ScheduleParams{} && seconds_since(start) < budget * 0.6 ? 1 : 0);
-  if (!second.empty()) {
-    second[0].choice.params = together;
-    second[0].key = tuned_kernel_key(key, record.bucket, second[0].choice.text());
-    compile_all(k, second, 1, Clock::now() + std::chrono::seconds(1), options);
-    check_and_time(second[0]);
+  for (const ScheduleParams& w : winners) merged += together.merge(w);
+  if (merged >= 2) combine(together);
+  for (size_t i = 1; i < winners.size() && i <= 3; ++i)
+    if (ScheduleParams pair = winners[0]; pair.merge(winners[i])) combine(pair);
+  std::vector<Built> second(seconds_since(start) < budget * 0.6 ? combined.size() : 0);
+  for (size_t i = 0; i < second.size(); ++i) {
+    second[i].choice.params = combined[i];
+    second[i].key = tuned_kernel_key(key, record.bucket, second[i].choice.text());
   }
+  compile_all(k, second, std::max(1, options.jobs),
+              start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.75)),
+              options);
+  for (Built& b : second) check_and_time(b);
   std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
   const auto general = std::find_if(passed.begin(), passed.end(), [](const Built* b) { return b->general; });
   Built* general_built = general == passed.end() ? nullptr : *general;
