@@ -130,7 +130,6 @@ int native_lanes() {
 // Each of the hand schedule's parameters varied alone, then Halide's autoschedulers, taken in
 // turns (the first value of each, then the second of each, ...), so that a kernel whose budget
 // compiles a few candidates still tries every kind.
-
 std::vector<ScheduleChoice> tune_candidates(const Kernel& k) {
   const int native = native_lanes();
   std::vector<std::vector<ScheduleChoice>> kinds;
@@ -145,7 +144,8 @@ std::vector<ScheduleChoice> tune_candidates(const Kernel& k) {
       if (!c.is_hand()) kinds.back().push_back(c);
     }
   };
-  // Half the native vector where that is 8 lanes or more (AVX-512): short rows end in shorter tails.
+  // Half the native vector where that is 8 lanes or more (AVX-512): Adam's updates (a square root
+  // and two divisions an element) ran 1.3-1.4x faster in 8 lanes than in the hand's 16.
   std::vector<int> lanes{2 * native, native, std::min(4 * native, 32)};
   if (native >= 16) lanes.push_back(native / 2);
   vary(lanes, [](ScheduleParams& p, int v) { p.element_lanes = v; });
