@@ -152,6 +152,11 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--run-limit", tune.run_limit, "Seconds a candidate's first run may take")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  tune_cmd
+      ->add_option("--below-us", tune.below_us,
+                   "Microseconds under which a kernel is left as it is (a launch's own time)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   tune_cmd->add_option("program", tune.program, "-- PROGRAM ARGS: a program to run, record and tune");
 
   CLI::App* info_cmd = app.add_subcommand("info", "Version, backends and the kernel cache");

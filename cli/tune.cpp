@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -72,6 +73,22 @@ int run_program(const std::vector<std::string>& program, const std::vector<std::
 
 std::string temp_record() {
   return (std::filesystem::temp_directory_path() / ("kiln-tune-record-" + std::to_string(getpid()) + ".txt")).string();
+}
+
+// A recorded kernel's elements, from its description ("row 256x[512], 14 nodes").
+double elements(const RecordedKernel& r) {
+  const size_t from = r.kernel.find(' ') + 1, to = r.kernel.find(',');
+  double n = 1;
+  for (size_t i = from; i < to && i < r.kernel.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(r.kernel[i]))) {
+      ++i;
+      continue;
+    }
+    size_t used = 0;
+    n *= std::stod(r.kernel.substr(i), &used);
+    i += used;
+  }
+  return n;
 }
 
 double gain(const TuneRecord& r) { return r.hand_us / std::max(r.tuned_us, 1e-9); }
@@ -150,7 +167,11 @@ int tune(const TuneOptions& o) {
   } else if (const int rc = run_program(o.program, {"KILN_TUNE_RECORD=" + record}); rc != 0) {
     throw Error("tune: " + o.program[0] + " exited with status " + std::to_string(rc) + " while recording its kernels");
   }
-  const std::vector<RecordedKernel> recorded = codegen::halide::read_tune_record(record);
+  std::vector<RecordedKernel> recorded = codegen::halide::read_tune_record(record);
+  // The smallest first: most of them take a launch's own time, are measured and left as they are
+  // at once, and leave their share of the budget to the larger ones, which compile longer.
+  std::stable_sort(recorded.begin(), recorded.end(),
+                   [](const RecordedKernel& a, const RecordedKernel& b) { return elements(a) < elements(b); });
   std::filesystem::remove(record);
   const int todo = int(std::count_if(recorded.begin(), recorded.end(), [](const auto& r) { return !r.known; }));
   std::fprintf(stderr, "tune: %zu kernels, %d to tune, %.0f s budget, %d jobs\n", recorded.size(), todo, o.budget,
@@ -169,6 +190,7 @@ int tune(const TuneOptions& o) {
       options.jobs = jobs;
       options.compile_limit_s = o.compile_limit;
       options.run_limit_s = o.run_limit;
+      options.below_us = o.below_us;
       try {
         if (auto tuned = codegen::halide::tune_recorded(r, options)) bar.report({*tuned, ++done});
       } catch (const Error& e) {

@@ -15,8 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
+#include "codegen/halide/kernel_cache.h"
 #include "codegen/halide/kernel_text.h"
 #include "codegen/halide/schedule_params.h"
 #include "runtime/config.h"
@@ -339,4 +341,146 @@ TEST(Tune, ACandidateWithAWrongAnswerIsRejected) {
   EXPECT_EQ(run_child(dir, "wrong"), 0);
   EXPECT_EQ(run_child(dir, "hand"), 0);  // the database says "hand"
   fs::remove_all(dir);
+}
+
+namespace {
+
+// The kernels of a few small programs of each kind, recorded (KILN_TUNE_RECORD) and rebuilt with
+// random inputs: a pointwise exp below the serial threshold, a row sum, a whole-tensor sum, a
+// softmax (a row kernel) and a transposing add.
+std::vector<kiln::codegen::halide::RebuiltKernel> recorded_kernels() {
+  const std::string path = fs::temp_directory_path() / ("kiln-tune-kinds-" + std::to_string(getpid()));
+  fs::remove(path);
+  kiln::codegen::halide::reset_tune_session();  // records each kernel again
+  kiln::config().tune_record = path;
+  torch::manual_seed(3);
+  auto x = torch::randn({96, 300});
+  auto y = torch::randn({300, 2000});
+  std::vector<std::function<torch::Tensor()>> programs = {
+      [&] { return (x * 0.5 + 0.25).exp(); }, [&] { return y.sum(1); }, [&] { return y.sum(); },
+      [&] { return torch::softmax(y, 1); }, [&] { return y.t() * 2 + 1; }};
+  for (const auto& program : programs) {  // each a flush of its own: kernels not fused together
+    auto t = program();
+    kiln::sync();
+  }
+  kiln::config().tune_record.clear();
+  std::vector<kiln::codegen::halide::RebuiltKernel> out;
+  for (const RecordedKernel& r : kiln::codegen::halide::read_tune_record(path)) {
+    out.push_back(kiln::codegen::halide::rebuild_kernel(r.text));
+  }
+  fs::remove(path);
+  return out;
+}
+
+// A kernel's outputs as floats, run with `fn` (taken from its nodes, as tuning does).
+std::vector<float> run_kernel(const kiln::fusion::Kernel& k, kiln::codegen::halide::KernelFn fn) {
+  kiln::codegen::halide::launch(k, fn);
+  std::vector<float> out;
+  for (int o : k.outputs) {
+    kiln::BufferPtr& b = k.nodes[size_t(o)].node->result;
+    out.insert(out.end(), b->as<float>(), b->as<float>() + b->bytes() / sizeof(float));
+    b.reset();
+  }
+  return out;
+}
+
+}  // namespace
+
+// Candidates that would compile to the hand kernel, or to another candidate's, are not tried: a
+// grain where the kernel runs on the calling thread, a whole-tensor sum's grain (its chunks are
+// chunk_steps), lanes of a reduction that is not a row kernel, tiles of a kernel that does not
+// transpose, the hand's own lanes.
+TEST(Tune, CandidatesLeaveOutParametersTheKernelDoesNotRead) {
+  using kiln::codegen::halide::effective_params;
+  using kiln::codegen::halide::ScheduleParams;
+  using Kind = kiln::fusion::Kernel::Kind;
+  const std::string saved = kiln::config().cache_dir;
+  kiln::config().cache_dir = fresh_dir("kinds");
+  const auto kernels = recorded_kernels();
+  ASSERT_EQ(kernels.size(), 5u);
+  const int native = 8;  // any target's: effective_params is told it
+  auto with = [](auto set) {
+    ScheduleParams p;
+    set(p);
+    return p;
+  };
+  const ScheduleParams hand,
+      grain = with([](auto&p) { p.task_elements = 4096; }), serial = with([](auto&p) { p.serial_below = 16384; }),
+      lanes = with([](auto&p) { p.element_lanes = 16; }), hand_lanes = with([](auto&p) { p.element_lanes = 32; }),
+      rvec = with([](auto&p) { p.reduction_vectors = 4; }), chunk = with([](auto&p) { p.chunk_steps = 256; }),
+      tile = with([](auto&p) { p.tile = 4; });
+  int seen = 0;
+  for (const auto& rebuilt : kernels) {
+    const kiln::fusion::Kernel& k = rebuilt.kernel;
+    auto effective = [&](const ScheduleParams& p) { return effective_params(k, p, native); };
+    if (k.kind == Kind::Pointwise &&
+        k.domain == kiln::Shape{28800}) {  // the exp: on the calling thread, 32 lanes by hand
+      seen |= 1;
+      EXPECT_EQ(effective(grain), hand);
+      EXPECT_EQ(effective(serial), serial);
+      EXPECT_EQ(effective(hand_lanes), hand);
+      EXPECT_EQ(effective(lanes), lanes);
+      EXPECT_EQ(effective(rvec), hand);
+      EXPECT_EQ(effective(tile), hand);
+    } else if (k.kind == Kind::Pointwise) {  // y.t() * 2 + 1: transposing, 600K elements
+      seen |= 2;
+      EXPECT_EQ(effective(tile), tile);
+      EXPECT_EQ(effective(grain), grain);
+      EXPECT_EQ(effective(serial), hand);  // on the same side of 600K elements as the hand's
+      EXPECT_EQ(effective(chunk), hand);
+    } else if (k.row_kernel()) {  // softmax: rows in tasks whatever the size
+      seen |= 4;
+      EXPECT_EQ(effective(grain), grain);
+      EXPECT_EQ(effective(lanes), lanes);
+      EXPECT_EQ(effective(rvec), rvec);
+      EXPECT_EQ(effective(serial), hand);
+    } else if (std::count(k.reduced.begin(), k.reduced.end(), true) == int(k.reduced.size())) {  // y.sum()
+      seen |= 8;
+      EXPECT_EQ(effective(grain), hand);
+      EXPECT_EQ(effective(chunk), chunk);
+      EXPECT_EQ(effective(lanes), hand);
+    } else {  // y.sum(1)
+      seen |= 16;
+      EXPECT_EQ(effective(grain), grain);
+      EXPECT_EQ(effective(rvec), rvec);
+      EXPECT_EQ(effective(chunk), hand);
+      EXPECT_EQ(effective(lanes), hand);
+    }
+    // Every candidate is one of a kind: none is the hand schedule or another's effective twin.
+    const auto candidates = kiln::codegen::halide::tune_candidates(k);
+    EXPECT_FALSE(candidates.empty());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      EXPECT_FALSE(candidates[i].is_hand());
+      for (size_t j = 0; j < i; ++j) EXPECT_NE(candidates[i].text(), candidates[j].text());
+    }
+  }
+  EXPECT_EQ(seen, 31);
+  fs::remove_all(kiln::config().cache_dir);
+  kiln::config().cache_dir = saved;
+}
+
+// Element loops in half the native vector on AVX-512 (8 lanes, a candidate there): the candidate
+// compiles, and a pointwise kernel's and a row kernel's outputs are the hand schedule's.
+TEST(Tune, HalfVectorLanesGiveTheHandScheduleOutputs) {
+  const std::string saved = kiln::config().cache_dir;
+  kiln::config().cache_dir = fresh_dir("lanes");
+  int compared = 0;
+  for (const auto& rebuilt : recorded_kernels()) {
+    const kiln::fusion::Kernel& k = rebuilt.kernel;
+    if (k.kind != kiln::fusion::Kernel::Kind::Pointwise && !k.row_kernel()) continue;
+    const std::string key = k.key();
+    auto hand = kiln::codegen::halide::kernel_cache().load_or_build_or_null(k, key);
+    ASSERT_TRUE(hand);
+    const std::string schedule = "params lanes=8";
+    auto half = kiln::codegen::halide::kernel_cache().load_or_build_or_null(
+        k, kiln::codegen::halide::tuned_kernel_key(key, "test", schedule), schedule);
+    ASSERT_TRUE(half) << schedule;
+    const auto want = run_kernel(k, hand), got = run_kernel(k, half);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i]) + 1e-6) << i;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 3);
+  fs::remove_all(kiln::config().cache_dir);
+  kiln::config().cache_dir = saved;
 }

@@ -375,8 +375,6 @@ Expr lower_compare(Op op, const std::vector<Expr>& a) {
 
 }  // namespace
 
-bool float32_polynomial(Op op) { return op == Op::Exp || op == Op::Log || op == Op::Tanh || op == Op::Erf; }
-
 // One case per op: a new op in tracer/ops.def does not compile until it is handled here.
 Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
   const Type t = value_type(n.dtype);

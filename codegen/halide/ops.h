@@ -31,10 +31,6 @@ bool is_float(const Halide::Expr& e);
 // Node `n` (an elementwise op) applied to its operands' values `a`.
 Halide::Expr lower_op(const ir::Node& n, const std::vector<Halide::Expr>& a);
 
-// Whether lower_op computes `op` in float32 as a long chain of dependent vector arithmetic (a
-// polynomial or a ratio of two), which kernels step through several vectors at a time to overlap.
-bool float32_polynomial(ir::Op op);
-
 // A reducing node's initial value, and its update of `acc` by `x`.
 Halide::Expr reduction_initial(const ir::Node& red);
 Halide::Expr reduction_update(const ir::Node& red, Halide::Expr acc, Halide::Expr x);

@@ -23,13 +23,10 @@ namespace {
 // 0.76-0.78 (LayerNorm + GELU unchanged; the first MLP step compiles 0.1-0.2 s longer). Plain
 // arithmetic stays at the native width: at 16 lanes the CNN's copy and batch-norm kernels ran up
 // to 2x slower (not looked into; their rows of 28 and 14 elements would end in longer tails).
+// (hand_element_lanes, schedule_params.h)
 int element_lanes(const fusion::Kernel& k) {
   if (schedule_params().element_lanes > 0) return schedule_params().element_lanes;
-  const int native = native_lanes();
-  for (const auto& kn : k.nodes) {
-    if (float32_polynomial(kn.node->op) && kn.node->dtype == kFloat) return std::max(native, std::min(4 * native, 32));
-  }
-  return native;
+  return hand_element_lanes(k, native_lanes());
 }
 
 // Below this many elements a kernel runs on the calling thread: waking the pool costs more

@@ -1,10 +1,12 @@
 #include "codegen/halide/schedule_params.h"
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/shape.h"
 
 namespace kiln::codegen::halide {
 namespace {
@@ -81,6 +83,50 @@ ScheduleChoice ScheduleChoice::parse(const std::string& text) {
     *into = value;
   }
   return c;
+}
+
+bool float32_polynomial(ir::Op op) {
+  return op == ir::Op::Exp || op == ir::Op::Log || op == ir::Op::Tanh || op == ir::Op::Erf;
+}
+
+int hand_element_lanes(const fusion::Kernel& k, int native) {
+  for (const auto& kn : k.nodes)
+    if (float32_polynomial(kn.node->op) && kn.node->dtype == kFloat) return std::max(native, std::min(4 * native, 32));
+  return native;
+}
+
+ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int native) {
+  using Kind = fusion::Kernel::Kind;
+  const ScheduleParams hand;
+  const int64_t n = numel_of(k.domain);
+  const bool reduction = k.kind == Kind::Reduction, row = reduction && k.row_kernel();
+  const bool all_reduced = reduction && std::all_of(k.reduced.begin(), k.reduced.end(), [](bool r) { return r; });
+  const bool windows = reduction && !row && k.narrow_rows() && !all_reduced;
+  const bool columns = reduction && !row && !k.reduced.empty() && !k.reduced.back();
+  // Where the schedule splits loops into tasks whatever the size: row kernels, pooling windows,
+  // a pointwise kernel's outputs in groups or a tiny inner dim under two more.
+  const bool always_tasks =
+      row || windows ||
+      (k.kind == Kind::Pointwise && (k.outputs.size() > 1 || (k.tiny_inner() && k.domain.size() >= 3)));
+  const bool serial = !row && !windows && n < p.serial_below;  // runs on the calling thread
+  if (row || windows || (n < p.serial_below) == (n < hand.serial_below)) p.serial_below = hand.serial_below;
+  // One task either way: a grain of the whole kernel or more, as the hand's.
+  const bool one_task = n <= std::min(p.task_elements, hand.task_elements);
+  if (all_reduced || (serial && !always_tasks) || one_task) p.task_elements = hand.task_elements;
+  if ((reduction && !row) || p.element_lanes == hand_element_lanes(k, native)) p.element_lanes = hand.element_lanes;
+  const bool transposing =
+      k.kind == Kind::Pointwise && k.domain.size() == 2 &&
+      std::any_of(k.reads.begin(), k.reads.end(), [](const fusion::Read& r) {
+        return fusion::stride_class(r.strides[1]) == 's' && fusion::stride_class(r.strides[0]) == '1';
+      });
+  if (!transposing || p.tile == native) p.tile = hand.tile;
+  if (!columns) {
+    p.column_run = hand.column_run;
+    p.column_vectors = hand.column_vectors;
+  }
+  if (!reduction || !k.reduced.back() || k.narrow_rows()) p.reduction_vectors = hand.reduction_vectors;
+  if (!all_reduced) p.chunk_steps = hand.chunk_steps;
+  return p;
 }
 
 const ScheduleParams& schedule_params() { return t_params; }

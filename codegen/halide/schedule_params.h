@@ -5,6 +5,8 @@
 #pragma once
 #include <string>
 
+#include "fusion/kernel.h"
+
 namespace kiln::codegen::halide {
 
 struct ScheduleParams {
@@ -23,6 +25,23 @@ struct ScheduleParams {
   bool merge(const ScheduleParams& o);
   bool operator!=(const ScheduleParams& o) const { return !(*this == o); }
 };
+
+// Whether the hand schedule computes `op` in float32 as a long chain of dependent vector
+// arithmetic (a polynomial or a ratio of two), which kernels step through several vectors at a
+// time to overlap (ops.cpp lowers them so).
+bool float32_polynomial(ir::Op op);
+
+// The float32 lanes the hand schedule steps a pointwise or row kernel's element loops by: the
+// target's `native` vector, or four of them (at most 32 lanes) where the kernel computes a float32
+// exp, log, tanh or erf (schedule.cpp says why).
+int hand_element_lanes(const fusion::Kernel& k, int native);
+
+// `p` as kernel k's schedule reads it: each value k's schedule does not read, or reads to the hand
+// value's effect (a grain where k runs on the calling thread, a serial threshold on the same side
+// of k's size as the hand's, the hand's own lanes), put back to the hand value. Candidates with
+// the same effective parameters compile to the same kernel, so `kiln tune` times one of them.
+// Where unsure it keeps a value: a value kept needlessly costs a compile, never a result.
+ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int native);
 
 // How to schedule a kernel: the hand schedule with some parameters (kind Params; default values
 // are exactly the hand schedule), or one of Halide's autoschedulers given the kernel's sizes as

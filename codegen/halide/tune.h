@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/halide/launcher.h"
+#include "codegen/halide/schedule_params.h"
 #include "codegen/halide/tune_db.h"
 #include "fusion/partition_cache.h"
 
@@ -46,6 +47,9 @@ struct TuneOptions {
   // Tests: called on each candidate's output buffers after it ran, before they are checked.
   std::function<void(std::vector<BufferPtr>&)> after_candidate_run;
 };
+// The schedules tuning tries for `k` besides the hand one, in the order it compiles them: none
+// compiles to the hand kernel or to another's (effective_params).
+std::vector<ScheduleChoice> tune_candidates(const fusion::Kernel& k);
 // Tunes `k` (as tune_before_launch) and stores the result; returns it.
 TuneRecord tune_kernel(const fusion::Kernel& k, const std::string& key, KernelFn hand, const TuneOptions& options);
 
