@@ -110,6 +110,7 @@ KILN_SCALAR_FUNCTION T scalar_value(Op op, T a, T b, bool integer_operands) {
     case Op::Fmod: return std::fmod(a, b);
     case Op::Atan2: return std::atan2(a, b);
     case Op::Hypot: return std::hypot(a, b);
+    case Op::Copysign: return std::copysign(a, b);
     case Op::BitAnd: return T(bits_of(a) & bits_of(b));
     case Op::BitOr: return T(bits_of(a) | bits_of(b));
     case Op::BitXor: return T(bits_of(a) ^ bits_of(b));
