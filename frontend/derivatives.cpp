@@ -286,9 +286,9 @@ class OpBackward final : public autograd::Node {
   const Derivative* d_;
   const char* name_ = nullptr;  // the composite op's name, where one made this node (see named())
   Attrs attrs_;
-  std::vector<Shape> in_shapes_, in_strides_;
-  std::vector<ScalarType> in_dtypes_;
-  std::vector<autograd::SavedTensor> saved_inputs_;
+  InputList<Shape> in_shapes_, in_strides_;
+  InputList<ScalarType> in_dtypes_;
+  InputList<autograd::SavedTensor> saved_inputs_;
   autograd::SavedTensor saved_output_;
 };
 
@@ -350,6 +350,7 @@ const Derivative* tracked(ir::Op op, Tensors inputs, ScalarType dtype) {
 Tensor elementwise(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype) {
   if (!tracked(op, inputs, dtype)) return record(op, inputs, std::move(shape), dtype, {}, /*broadcast=*/true);
   TensorList expanded;
+  expanded.reserve(inputs.size());
   for (const auto& t : inputs) expanded.push_back(t.expand(shape));
   return primitive(op, expanded, std::move(shape), dtype);
 }
