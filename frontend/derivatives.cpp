@@ -93,48 +93,17 @@ struct Row {
   Op op;
   Derivative d;
 };
-// One row per op, laid out by hand as a table.
+#define KILN_UNPARENTHESIZED(...) __VA_ARGS__
+// One row per op: those of frontend/elementwise_ops.def's table ops declared there, beside the op;
+// the rest laid out by hand as a table.
 // clang-format off
 const Row kRows[] = {
+#define KILN_DERIVATIVE(op, grad_fn, inputs, output, used_by, ...) \
+    {Op::op, {grad_fn, inputs, output, [](const BackwardArgs& a) -> TL { __VA_ARGS__ }, {KILN_UNPARENTHESIZED used_by}}},
+#include "frontend/elementwise_ops.def"
     {Op::Copy, {"CloneBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad}; }}},
     {Op::Cast, {"ToCopyBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {a.grad.to(a.in_dtypes[0])}; }}},
     {Op::Neg, {"NegBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {-a.grad}; }}},
-    {Op::Exp, {"ExpBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * a.out}; }}},
-    {Op::Log, {"LogBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / a.in[0]}; }}},
-    {Op::Log1p, {"Log1PBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / (a.in[0] + 1)}; }}},
-    {Op::Sin, {"SinBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].cos()}; }}},
-    {Op::Cos, {"CosBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.in[0].sin())}; }}},
-    {Op::Sqrt, {"SqrtBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad / (a.out * 2)}; }}},
-    {Op::Recip, {"ReciprocalBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {-(a.grad * a.out * a.out)}; }}},
-    {Op::Abs, {"AbsBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].sign()}; }}},
-    {Op::Sign, {"SignBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Tanh, {"TanhBackward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * (1 - a.out * a.out)}; }}},
-    {Op::Erf, {"ErfBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
-       // 2 / sqrt(pi) * exp(-x^2), the constant folded into the exponent: one multiply fewer.
-       return {a.grad * (std::log(2.0 / std::sqrt(M_PI)) - a.in[0] * a.in[0]).exp()};
-     }}},
-    {Op::Floor, {"FloorBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Ceil, {"CeilBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Round, {"RoundBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Trunc, {"TruncBackward0", kNone, false, [](const BackwardArgs& a) -> TL { return {zeros_like(a.grad)}; }}},
-    {Op::Atan, {"AtanBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / (a.in[0] * a.in[0] + 1)}; }}},
-    {Op::Asin, {"AsinBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * (1 - a.in[0] * a.in[0]).rsqrt()}; }}},
-    {Op::Acos, {"AcosBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {-(a.grad * (1 - a.in[0] * a.in[0]).rsqrt())}; }}},
-    {Op::Sinh, {"SinhBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].cosh()}; }}},
-    {Op::Cosh, {"CoshBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].sinh()}; }}},
-    {Op::Asinh, {"AsinhBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * (a.in[0] * a.in[0] + 1).rsqrt()}; }}},
-    {Op::Acosh, {"AcoshBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * (a.in[0] * a.in[0] - 1).rsqrt()}; }}},
-    {Op::Atanh, {"AtanhBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad / (1 - a.in[0] * a.in[0])}; }}},
-    {Op::Expm1, {"Expm1Backward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * (a.out + 1)}; }}},
-    {Op::Exp2, {"Exp2Backward0", kNone, true, [](const BackwardArgs& a) -> TL { return {a.grad * a.out * M_LN2}; }}},
-    {Op::Erfc, {"ErfcBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
-       return {-(a.grad * (std::log(2.0 / std::sqrt(M_PI)) - a.in[0] * a.in[0]).exp())};
-     }}},
-    {Op::Erfinv, {"ErfinvBackward0", kNone, true, [](const BackwardArgs& a) -> TL {
-       return {a.grad * (std::log(std::sqrt(M_PI) / 2) + a.out * a.out).exp()};
-     }}},
-    {Op::Lgamma, {"LgammaBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * a.in[0].digamma()}; }}},
-    {Op::Digamma, {"DigammaBackward0", kIn0, false, [](const BackwardArgs& a) -> TL { return {a.grad * polygamma(1, a.in[0])}; }}},
     {Op::Trigamma, {"PolygammaBackward0", kNone, false, [](const BackwardArgs&) -> TL {
        throw Error("polygamma: the derivative of polygamma(1, x), polygamma(2, x), is not implemented");
      }}},
@@ -164,17 +133,6 @@ const Row kRows[] = {
        Tensor tie = a.in[0] == a.in[1], half = a.grad / 2, z = zeros_like(a.grad);
        return {where(tie, half, where(a.in[0] < a.in[1], a.grad, z)),
                where(tie, half, where(a.in[1] < a.in[0], a.grad, z))};
-     }}},
-    {Op::Fmod, {"FmodBackward1", kIn01, false, [](const BackwardArgs& a) -> TL {
-       return {a.grad, a.needs[1] ? -(a.grad * (a.in[0] / a.in[1]).trunc()) : Tensor()};
-     }, {0b10, 0b10}}},
-    {Op::Atan2, {"Atan2Backward0", kIn01, false, [](const BackwardArgs& a) -> TL {
-       Tensor scale = a.grad / (a.in[0] * a.in[0] + a.in[1] * a.in[1]);
-       return {scale * a.in[1], -(scale * a.in[0])};
-     }}},
-    {Op::Hypot, {"HypotBackward0", kIn01, true, [](const BackwardArgs& a) -> TL {
-       Tensor scale = a.grad / a.out;
-       return {scale * a.in[0], scale * a.in[1]};
      }}},
     {Op::Where, {"WhereBackward0", kIn0, false, [](const BackwardArgs& a) -> TL {
        Tensor z = zeros_like(a.grad);
@@ -328,9 +286,9 @@ class OpBackward final : public autograd::Node {
   const Derivative* d_;
   const char* name_ = nullptr;  // the composite op's name, where one made this node (see named())
   Attrs attrs_;
-  std::vector<Shape> in_shapes_, in_strides_;
-  std::vector<ScalarType> in_dtypes_;
-  std::vector<autograd::SavedTensor> saved_inputs_;
+  InputList<Shape> in_shapes_, in_strides_;
+  InputList<ScalarType> in_dtypes_;
+  InputList<autograd::SavedTensor> saved_inputs_;
   autograd::SavedTensor saved_output_;
 };
 
@@ -393,6 +351,7 @@ const Derivative* tracked(ir::Op op, Tensors inputs, ScalarType dtype) {
 Tensor elementwise(ir::Op op, Tensors inputs, Shape shape, ScalarType dtype) {
   if (!tracked(op, inputs, dtype)) return record(op, inputs, std::move(shape), dtype, {}, /*broadcast=*/true);
   TensorList expanded;
+  expanded.reserve(inputs.size());
   for (const auto& t : inputs) expanded.push_back(t.expand(shape));
   return primitive(op, expanded, std::move(shape), dtype);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include "frontend/autograd.h"
 #include "frontend/trace.h"
+#include "runtime/pool.h"
 
 namespace kiln::detail {
 
@@ -16,14 +17,19 @@ enum class ViewKind : uint8_t {
             // contiguous layout of the input's shape
 };
 
+// A backward node's per-input lists, from the small-object pool (runtime/pool.h): each traced op
+// with a gradient makes four, and malloc and free were the largest cost of tracing such an op.
+template <class T>
+using InputList = std::vector<T, pool::Allocator<T>>;
+
 struct BackwardArgs {
   const Tensor& grad;    // gradient of the output
   const TensorList& in;  // saved inputs (undefined where the row saves none)
   const Tensor& out;     // saved output (undefined unless the row saves it)
   const Attrs& attrs;
-  const std::vector<Shape>& in_shapes;
-  const std::vector<Shape>& in_strides;  // the inputs' layouts (a gradient may follow them)
-  const std::vector<ScalarType>& in_dtypes;
+  const InputList<Shape>& in_shapes;
+  const InputList<Shape>& in_strides;  // the inputs' layouts (a gradient may follow them)
+  const InputList<ScalarType>& in_dtypes;
   const std::vector<bool>& needs;  // which inputs want a gradient
 };
 using BackwardFn = TensorList (*)(const BackwardArgs&);

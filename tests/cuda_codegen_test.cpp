@@ -274,7 +274,7 @@ TEST(Cuda, EveryElementwiseOpCompilesForEveryDtype) {
     nodes.back()->shape = {7, 3};
     return nodes.back().get();
   };
-  std::string program = cuda::prelude(true);
+  std::string program = cuda::prelude();
   int kernels = 0;
   for (int i = 0; i < ir::kOpCount; ++i) {
     const ir::Op op = ir::all_ops()[i];

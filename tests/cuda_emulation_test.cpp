@@ -72,7 +72,7 @@ class Emulator {
 
   void build() {
     const std::string base = (dir_ / "kernels").string();
-    std::ofstream(base + ".cpp") << kHostCuda << cuda::prelude(true) << program_;
+    std::ofstream(base + ".cpp") << kHostCuda << cuda::prelude() << program_;
     const std::string cmd = "c++ -std=c++17 -O0 -w -shared -fPIC -o " + base + ".so " + base + ".cpp 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     std::string log;
@@ -400,7 +400,7 @@ TEST(Cuda, EmulatedNarrowDtypeKernelsMatchTheInterpreter) {
   EXPECT_GT(emulator.compiled, 30);
   std::string why;
   if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << "no NVRTC: " << why;
-  const auto out = cuda::nvrtc_compile(cuda::prelude(true) + emulator.cuda_program, "narrow.cu", 90, "narrow dtypes");
+  const auto out = cuda::nvrtc_compile(cuda::prelude() + emulator.cuda_program, "narrow.cu", 90, "narrow dtypes");
   EXPECT_EQ(out.image.substr(0, 4),
             "\x7f"
             "ELF");

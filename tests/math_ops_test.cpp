@@ -46,6 +46,21 @@ void expect_values(const Tensor& t, const std::vector<double>& expected, double 
   }
 }
 
+TEST(MathOps, CopysignTakesTheSignBitOfZeroAndNaN) {
+  Tensor a = dt({1.5, -2.0, 0.0, -0.0, kInf, kNaN, 3.0, -3.0});
+  Tensor b = dt({-1.0, 2.0, -0.0, 1.0, -5.0, -1.0, kNaN, -kNaN});
+  expect_values(torch::copysign(a, b), {-1.5, 2.0, -0.0, 0.0, -kInf, kNaN, 3.0, -3.0});
+  EXPECT_TRUE(std::signbit(torch::copysign(dt({kNaN}), -1.0).item<double>()));
+  // Float32 kernels, a number for b, in place, and integers computed in float32 (libtorch's).
+  expect_values(torch::tensor({2.5f, -0.5f, 0.0f}).copysign(-2), {-2.5, -0.5, -0.0});
+  Tensor y = torch::tensor({2.5f, -0.5f});
+  y.copysign_(torch::tensor({-1.0f, 1.0f}));
+  expect_values(y, {-2.5, 0.5});
+  Tensor i = torch::copysign(torch::tensor({3, -4}), torch::tensor({-1, 1}));
+  EXPECT_EQ(i.dtype(), kiln::kFloat);
+  expect_values(i, {-3, 4});
+}
+
 TEST(MathOps, RoundingAtTiesAndSpecialValues) {
   Tensor x = dt({2.5, -2.5, 0.5, 1.5, -0.5, -0.0, kInf, kNaN, 1e30, -1.7});
   expect_values(x.round(), {2, -2, 0, 2, -0.0, -0.0, kInf, kNaN, 1e30, -2});
@@ -302,6 +317,9 @@ TEST(MathOps, GradientsMatchFiniteDifferences) {
       {"lgamma negative", [](const TensorList& t) { return t[0].lgamma(); }, {u(-0.9, -0.1)}},
       {"digamma", [](const TensorList& t) { return t[0].digamma(); }, {u(0.2, 5)}, false},
       {"hypot", [](const TensorList& t) { return torch::hypot(t[0], t[1]); }, {u(0.5, 2), u(-2, -0.5)}},
+      {"copysign",
+       [](const TensorList& t) { return torch::copysign(t[0], t[1]); },
+       {gradcheck::away_from_zero({2, 3}), gradcheck::away_from_zero({2, 3})}},
       {"logaddexp", [](const TensorList& t) { return torch::logaddexp(t[0], t[1]); }, {u(-2, 2), u(-2, 2)}},
       {"lerp", [](const TensorList& t) { return torch::lerp(t[0], t[1], t[2]); }, {u(-2, 2), u(-2, 2), u(0, 1)}},
       {"logit", [](const TensorList& t) { return t[0].logit(); }, {u(0.1, 0.9)}},
@@ -343,6 +361,13 @@ TEST(MathOps, GradientsAtTheEdgesAsLibtorch) {
   expect_values(b.grad(), {3, -2});
   EXPECT_EQ(torch::floor(a).grad_fn()->name(), "FloorBackward0");
   EXPECT_EQ(torch::remainder(a, b).grad_fn()->name(), "RemainderBackward0");
+  // copysign passes no gradient to the sign's source, nor to a at 0.
+  Tensor c = dt({-2.0, 0.0, 3.0}).requires_grad_(), s = dt({1.0, -1.0, -1.0}).requires_grad_();
+  Tensor cs = torch::copysign(c, s);
+  EXPECT_EQ(cs.grad_fn()->name(), "CopysignBackward0");
+  cs.sum().backward();
+  expect_values(c.grad(), {-1, 0, -1});
+  expect_values(s.grad(), {0, 0, 0});
   // digamma's second derivative (polygamma(2, x)) is not implemented: said so, not zero.
   Tensor z = dt({1.5}).requires_grad_();
   Tensor g = torch::autograd::grad({torch::digamma(z).sum()}, {z}, {}, true, true)[0];
@@ -354,6 +379,8 @@ TEST(MathOps, BadInputsNameTheOpAndShapes) {
   EXPECT_THROW_WITH(torch::atan2(torch::ones({2, 3}), torch::ones({4})), "[2, 3]");
   EXPECT_THROW_WITH(torch::fmod(torch::ones({2}), torch::ones({3})), "fmod");
   EXPECT_THROW_WITH(torch::hypot(torch::ones({2}), torch::ones({3})), "[3]");
+  EXPECT_THROW_WITH(torch::copysign(torch::ones({2, 2}), torch::ones({3})), "copysign");
+  EXPECT_THROW_WITH(torch::copysign(torch::ones({2, 2}), torch::ones({3})), "[2, 2]");
   EXPECT_THROW_WITH(torch::remainder(torch::ones({5}), torch::ones({3})), "[5]");
   EXPECT_THROW_WITH(torch::lerp(torch::ones({2}), torch::ones({2}), torch::ones({3})), "[3]");
   EXPECT_THROW_WITH(torch::hardtanh(torch::ones({2}), 1, -1), "hardtanh");
@@ -401,6 +428,7 @@ TEST(MathOps, FusedKernelsMatchTheInterpreter) {
                           p.digamma(),
                           torch::polygamma(1, p),
                           torch::hypot(x, y),
+                          torch::copysign(x, y),
                           torch::logaddexp(x, y),
                           torch::lerp(x, y, p * 0.1),
                           (p * 0.1).logit(),

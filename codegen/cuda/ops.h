@@ -1,10 +1,11 @@
-// What the IR's ops compute, as CUDA C expressions: each elementwise op (lower_op, one switch over
-// the op table) and each reduction's identity and combining function, with the device helpers
-// they call (prelude). Values follow the interpreter (tracer/op_scalar.cpp): NaN wins max and min,
-// int64 arithmetic wraps, int64 division and remainder by 0 give 0, a float to int64 out of range
-// or NaN gives INT64_MIN; ops without an int64 form compute int64 operands in float64. Narrow
-// integers compute as int64 and wrap to their width; float16 and bfloat16 compute in float and
-// round to their dtype at each node, as the interpreter stores them.
+// What the IR's ops compute, as CUDA C expressions: each elementwise op (lower_op: the op table's
+// scalar meaning, compiled from tracer/op_scalar_inline.h's text) and each reduction's identity
+// and combining function, with the device helpers they call (prelude). Values follow the
+// interpreter (tracer/op_scalar.cpp): NaN wins max and min, int64 arithmetic wraps, int64 division
+// and remainder by 0 give 0, a float to int64 out of range or NaN gives INT64_MIN; ops without an
+// int64 form compute int64 operands in float64. Narrow integers compute as int64 and wrap to their
+// width; float16 and bfloat16 compute in float and round to their dtype at each node, as the
+// interpreter stores them.
 #pragma once
 #include <string>
 #include <vector>
@@ -46,12 +47,10 @@ std::string reduction_identity(const ir::Node& red);
 // accumulator: combine(acc, x).
 const char* reduction_combine(const ir::Node& red);
 
-// The helpers every kernel's source starts with: int64 arithmetic, NaN-aware max and min, the
-// reductions' combining functions, warp shuffles; with `special_functions`, also
-// tracer/special_functions.h's lgamma, digamma, trigamma and erfinv (its very text, compiled as
-// device code; parsing it costs every compile, so only kernels that call them include it).
-const std::string& prelude(bool special_functions);
-// Whether `n` calls one of those.
-bool uses_special_functions(const ir::Node& n);
+// The helpers every kernel's source starts with: int64 arithmetic, the reductions' combining
+// functions, warp shuffles, and the op table's scalar meaning, tracer/op_scalar_inline.h's
+// scalar_value with tracer/special_functions.h's lgamma, digamma, trigamma and erfinv (their very
+// text, compiled as device code).
+const std::string& prelude();
 
 }  // namespace kiln::codegen::cuda

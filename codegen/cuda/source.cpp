@@ -352,7 +352,7 @@ KernelSource kernel_source(const Kernel& k, bool index32) {
     const ir::Node& n = *k.library_node;
     KILN_CHECK(!index32, "cuda: library kernels index in 64 bits (", s.key, ")");
     if (library_has_init(n)) s.init_name = s.name + "_init";
-    s.source = prelude(false) + "\n" + kKernelMarker + "// " + s.key + "\n" + library_source(n, s.name);
+    s.source = prelude() + "\n" + kKernelMarker + "// " + s.key + "\n" + library_source(n, s.name);
     return s;
   }
   Emitter e(k, index32);
@@ -362,9 +362,7 @@ KernelSource kernel_source(const Kernel& k, bool index32) {
   else
     ReductionEmitter(e).emit();
   e.end();
-  bool special = false;
-  for (const auto& kn : k.nodes) special |= uses_special_functions(*kn.node);
-  s.source = prelude(special) + "\n" + kKernelMarker + e.out.str();
+  s.source = prelude() + "\n" + kKernelMarker + e.out.str();
   return s;
 }
 

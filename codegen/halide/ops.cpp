@@ -315,6 +315,13 @@ Expr in_float64(Expr x) {
   return t == Float(64) ? f(x).e : cast(t, f(cast(Float(64), x)).e);
 }
 
+// |a| with b's sign bit, on the bits (libm's copysign would be called lane by lane).
+Expr copy_sign(Expr a, Expr b) {
+  const Type bits = UInt(a.type().bits());
+  const Expr sign = make_const(bits, uint64_t(1) << (bits.bits() - 1));
+  return reinterpret(a.type(), (reinterpret(bits, a) & ~sign) | (reinterpret(bits, b) & sign));
+}
+
 // fmod of integers as C's %, which truncates: Halide's % is Euclidean (never negative), so a
 // negative dividend's nonzero remainder moves down by |b|. By 0, 0.
 Expr integer_fmod(Expr a, Expr b) {
@@ -439,6 +446,7 @@ Expr lower_op(const ir::Node& n, const std::vector<Expr>& a) {
     case Op::Fmod: return t.is_float() ? libm("fmodf", "fmod", {a[0], a[1]}) : integer_fmod(a[0], a[1]);
     case Op::Atan2: return libm("atan2f", "atan2", {a[0], a[1]});
     case Op::Hypot: return libm("hypotf", "hypot", {a[0], a[1]});
+    case Op::Copysign: return copy_sign(a[0], a[1]);
     // Integers (int64 values) and bools only: the frontend refuses floats.
     case Op::BitAnd: return t.is_bool() ? a[0] && a[1] : a[0] & a[1];
     case Op::BitOr: return t.is_bool() ? a[0] || a[1] : a[0] | a[1];

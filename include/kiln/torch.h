@@ -65,7 +65,12 @@ std::string check_message(const char*, const Args&... args) {
   namespace name {                 \
   using namespace ::kiln::name;    \
   }
+// The elementwise ops of frontend/elementwise_ops.def are named from that table, so that a new
+// one needs no line here.
+#define KILN_UNARY(name) using ::kiln::name;
+#define KILN_BINARY(name) using ::kiln::name;
 namespace torch {
+#include "frontend/elementwise_ops.def"
 #include "kiln/torch_names.h"
 namespace detail {
 using ::kiln::detail::TensorDataContainer;
@@ -73,7 +78,10 @@ using ::kiln::detail::TensorDataContainer;
 }  // namespace torch
 #undef KILN_TORCH_NAMESPACE
 #define KILN_TORCH_NAMESPACE(name)
+#define KILN_UNARY(name) using ::kiln::name;
+#define KILN_BINARY(name) using ::kiln::name;
 namespace at {
+#include "frontend/elementwise_ops.def"
 #include "kiln/torch_names.h"
 namespace indexing {
 using namespace ::kiln::indexing;
