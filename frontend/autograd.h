@@ -62,9 +62,9 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Shape> output_shapes;  // to make zero gradients for unused outputs
   std::vector<ScalarType> output_dtypes;
   std::vector<Device> output_devices;  // where those zero gradients are made
-  uint64_t sequence_nr = 0;  // creation order: later nodes run first among ready
-  uint64_t eager_group = 0;  // the tracer::EagerGroup it was made in (0: none): eager mode runs
-                             // the backward of a group's nodes as one group too
+  uint64_t sequence_nr = 0;            // creation order: later nodes run first among ready
+  uint64_t eager_group = 0;            // the tracer::EagerGroup it was made in (0: none): eager mode runs
+                                       // the backward of a group's nodes as one group too
 };
 
 // Per-tensor autograd state (PyTorch's AutogradMeta).

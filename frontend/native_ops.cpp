@@ -87,6 +87,7 @@ class NativeBackward : public autograd::Node {
     for (const auto& t : inputs) next_edges.push_back(gradient_edge(t));
     output_shapes = {Shape(out.sizes())};
     output_dtypes = {out.dtype()};
+    output_devices = {out.device()};
     set_history(out, shared_from_this());
   }
   Tensor saved(size_t i) { return saved_[i].defined() ? saved_[i].unpack(shared_from_this()) : Tensor(); }

@@ -23,8 +23,8 @@ struct Storage {
   int64_t numel = 0;
   ScalarType dtype = kFloat;
   uint32_t version = 0;
-  ir::NodePtr memory;        // over the caller's memory: its Input node, else null
-  int16_t cuda_device = -1;  // the CUDA device whose memory holds it; -1: host memory
+  ir::NodePtr memory;           // over the caller's memory: its Input node, else null
+  int16_t cuda_device = -1;     // the CUDA device whose memory holds it; -1: host memory
   bool scalar_derived = false;  // host values computed from CPU scalars alone: they join any device's ops
   Storage() = default;
   Storage(const Storage&) = delete;
