@@ -92,6 +92,26 @@ class NativeBackward : public autograd::Node {
   }
   Tensor saved(size_t i) { return saved_[i].defined() ? saved_[i].unpack(shared_from_this()) : Tensor(); }
   bool needs(size_t i) const { return next_edges[i].valid(); }
+  // Saves each of `inputs` (undefined ones as empty slots) for the backward.
+  void save_inputs(Tensors inputs) {
+    for (const Tensor& t : inputs)
+      saved_.emplace_back(t.defined() ? autograd::SavedTensor(t, false) : autograd::SavedTensor());
+  }
+  // The gradients of a normalization's (x, weight, bias), shaped as they are: kernel(dx, dw, db)
+  // writes them, a null pointer for an input that needs none.
+  template <typename T, typename Kernel>
+  tensor_list norm_gradients(const tensor_list& in, Kernel&& kernel) {
+    std::optional<Out> out[3];
+    T* data[3] = {nullptr, nullptr, nullptr};
+    for (size_t i = 0; i < 3; ++i)
+      if (needs(i)) data[i] = out[i].emplace(Shape(in[i].sizes()), in[0].dtype()).template data<T>();
+    kernel(data[0], data[1], data[2]);
+    count_kernel();
+    tensor_list result(3);
+    for (size_t i = 0; i < 3; ++i)
+      if (out[i]) result[i] = out[i]->tensor();
+    return result;
+  }
   // The gradients of the inputs whose edges are valid, by the composite `forward` recomputed
   // over `inputs` (saved, so attached to their history) with autograd: differentiable again.
   template <typename F>
@@ -127,8 +147,7 @@ class LayerNormBackward final : public NativeBackward {
                         int64_t normalized_dims, double eps) {
     auto node = std::make_shared<LayerNormBackward>();
     node->attach(out, {x, w, b});
-    for (const Tensor* t : {&x, &w, &b})
-      node->saved_.emplace_back(t->defined() ? autograd::SavedTensor(*t, false) : autograd::SavedTensor());
+    node->save_inputs({x, w, b});
     node->mean_ = std::move(mean.buffer);
     node->rstd_ = std::move(rstd.buffer);
     node->dims_ = normalized_dims;
@@ -147,22 +166,13 @@ class LayerNormBackward final : public NativeBackward {
     const Tensor dy = grads[0].to(x.dtype()).contiguous();
     const int64_t cols = numel_of(Shape(x.sizes().end() - dims_, x.sizes().end()));
     const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
-    tensor_list result(3);
-    with_float(x.dtype(), [&](auto zero) {
+    return with_float(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      std::optional<Out> dx, dw, db;
-      if (needs(0)) dx.emplace(Shape(x.sizes()), x.dtype());
-      if (needs(1)) dw.emplace(Shape(in[1].sizes()), x.dtype());
-      if (needs(2)) db.emplace(Shape(in[2].sizes()), x.dtype());
-      nk::layer_norm_backward<T>(read<T>(dy), read<T>(x), mean_->as<T>(), rstd_->as<T>(), read<T>(in[1]),
-                                 dx ? dx->data<T>() : nullptr, dw ? dw->data<T>() : nullptr,
-                                 db ? db->data<T>() : nullptr, rows, cols);
-      count_kernel();
-      if (dx) result[0] = dx->tensor();
-      if (dw) result[1] = dw->tensor();
-      if (db) result[2] = db->tensor();
+      return norm_gradients<T>(in, [&](T* dx, T* dw, T* db) {
+        nk::layer_norm_backward<T>(read<T>(dy), read<T>(x), mean_->as<T>(), rstd_->as<T>(), read<T>(in[1]), dx, dw, db,
+                                   rows, cols);
+      });
     });
-    return result;
   }
 
  private:
@@ -180,8 +190,7 @@ class BatchNormBackward final : public NativeBackward {
                         BatchNormComposite composite) {
     auto node = std::make_shared<BatchNormBackward>();
     node->attach(out, {x, w, b});
-    for (const Tensor* t : {&x, &w, &b})
-      node->saved_.emplace_back(t->defined() ? autograd::SavedTensor(*t, false) : autograd::SavedTensor());
+    node->save_inputs({x, w, b});
     node->mean_ = std::move(mean);
     node->rstd_ = std::move(rstd);
     node->composite_ = std::move(composite);
@@ -194,22 +203,13 @@ class BatchNormBackward final : public NativeBackward {
       return recompute(in, grads[0], [&](const tensor_list& i) { return composite_(i[0], i[1], i[2]); });
     const Tensor dy = grads[0].to(x.dtype()).contiguous();
     const int64_t n = x.size(0), c = x.size(1), inner = x.numel() / std::max<int64_t>(n * c, 1);
-    tensor_list result(3);
-    with_float(x.dtype(), [&](auto zero) {
+    return with_float(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      std::optional<Out> dx, dw, db;
-      if (needs(0)) dx.emplace(Shape(x.sizes()), x.dtype());
-      if (needs(1)) dw.emplace(Shape(in[1].sizes()), x.dtype());
-      if (needs(2)) db.emplace(Shape(in[2].sizes()), x.dtype());
-      nk::batch_norm_backward<T>(read<T>(dy), read<T>(x), mean_->as<T>(), rstd_->as<T>(), read<T>(in[1]),
-                                 dx ? dx->data<T>() : nullptr, dw ? dw->data<T>() : nullptr,
-                                 db ? db->data<T>() : nullptr, n, c, inner);
-      if (dx) result[0] = dx->tensor();
-      if (dw) result[1] = dw->tensor();
-      if (db) result[2] = db->tensor();
+      return norm_gradients<T>(in, [&](T* dx, T* dw, T* db) {
+        nk::batch_norm_backward<T>(read<T>(dy), read<T>(x), mean_->as<T>(), rstd_->as<T>(), read<T>(in[1]), dx, dw, db,
+                                   n, c, inner);
+      });
     });
-    count_kernel();
-    return result;
   }
 
  private:
