@@ -217,6 +217,54 @@ TEST_F(FakeCudaBackend, NarrowDtypesRunOnTheDevice) {
   EXPECT_EQ(stats().cuda_host_fallbacks, fallbacks);
 }
 
+// ctc_loss and embedding_bag build their index tables on the host and move them to their input's
+// device: on CUDA inputs they run there (no mixing of devices) and give the CPU's values and
+// gradients.
+TEST_F(FakeCudaBackend, CtcLossAndEmbeddingBagRunOnTheirInputsDevice) {
+  namespace F = torch::nn::functional;
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(14);
+  const auto logits = torch::randn({6, 3, 5}, torch::kDouble);
+  const auto targets = torch::tensor({{1, 2, 2}, {3, 1, 0}, {4, 0, 0}}, torch::kLong);
+  const auto input_lengths = torch::tensor({6, 5, 4}, torch::kLong), target_lengths = torch::tensor({3, 2, 1});
+  auto ctc = [&](const torch::Device& device) {
+    const auto x = logits.detach().to(device).requires_grad_(true);
+    auto loss = F::ctc_loss(x.log_softmax(2), targets.to(device), input_lengths, target_lengths,
+                            F::CTCLossFuncOptions().reduction(torch::kMean));
+    EXPECT_EQ(loss.device(), device);
+    loss.backward();
+    return std::pair{loss.cpu(), x.grad().cpu()};
+  };
+  const auto [loss, grad] = ctc(torch::kCPU);
+  const auto [dloss, dgrad] = ctc(cuda);
+  EXPECT_TRUE(torch::allclose(dloss, loss, 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(dgrad, grad, 1e-12, 1e-12));
+  const auto weight = torch::randn({5, 3}, torch::kDouble);
+  using Mode = kiln::nn::EmbeddingBagMode;
+  for (const Mode& mode : {Mode(torch::kSum), Mode(torch::kMean), Mode(torch::kMax)}) {
+    auto bag = [&](const torch::Device& device) {
+      const auto w = weight.detach().to(device).requires_grad_(true);
+      auto out = F::embedding_bag(
+          torch::tensor({0, 2, 2, 4, 1, 2, 0}, torch::kLong).to(device), w,
+          F::EmbeddingBagFuncOptions()
+              .offsets(torch::tensor({0, 3, 5}, torch::kLong).to(device))
+              .mode(mode)
+              .padding_idx(1)
+              .per_sample_weights(mode.name() == "sum" ? torch::rand({7}, torch::kDouble).to(device) : torch::Tensor())
+              .scale_grad_by_freq(mode.name() == "mean"));
+      EXPECT_EQ(out.device(), device);
+      out.sum().backward();
+      return std::pair{out.cpu(), w.grad().cpu()};
+    };
+    torch::manual_seed(15);
+    const auto [out, wgrad] = bag(torch::kCPU);
+    torch::manual_seed(15);
+    const auto [dout, dwgrad] = bag(cuda);
+    EXPECT_TRUE(torch::allclose(dout, out, 1e-12, 1e-12)) << mode.name();
+    EXPECT_TRUE(torch::allclose(dwgrad, wgrad, 1e-12, 1e-12)) << mode.name();
+  }
+}
+
 // Background compilation (KILN_COMPILE=background, the default outside the tests): a flush that
 // misses a fused kernel queues its compile and runs the kernel node by node on the per-op
 // kernels (codegen/cuda/per_op.h); the next flush after the compile finished launches it fused.
