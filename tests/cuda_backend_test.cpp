@@ -362,6 +362,33 @@ TEST_F(CompilingInTheBackground, PerOpKernelsGiveTheFusedKernelsValuesInEveryDty
   }
 }
 
+// The host's side of a per-op launch (arguments, the function looked up, the fake driver's launch
+// of one block on a one-element tensor): a kernel of 240 nodes runs as 240 launches.
+TEST_F(CompilingInTheBackground, PerOpLaunchesTakeLittleHostTime) {
+  const torch::Device cuda("cuda:0");
+  const auto x = torch::full({1}, 0.25), dx = x.to(cuda);
+  tracer::flush();
+  auto chain = [](torch::Tensor v, int links) {
+    for (int i = 0; i < links; ++i) v = (v * 1.5 + 0.25).tanh();
+    return v;
+  };
+  chain(dx, 2).cpu();  // loads the modules of Mul, Add, Tanh and Const
+  tracer::flush();
+  const int launches = kiln_test::fake_cuda_counts().launches;
+  const int64_t unfused = stats().kernels_unfused;
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = chain(dx, 60).cpu();
+  tracer::flush();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  const int count = kiln_test::fake_cuda_counts().launches - launches;
+  EXPECT_EQ(stats().kernels_unfused, unfused + 1);
+  EXPECT_GE(count, 180);  // Mul, Add, Tanh per link; the constants too unless folded
+  std::printf("[per-op] %d launches in %.0f us: %.1f us each (tracing, the flush and the fake driver included)\n",
+              count, us, us / count);
+  EXPECT_LT(us / count, 500.0);
+  EXPECT_TRUE(torch::allclose(out, chain(x, 60), 1e-6, 1e-6));
+}
+
 TEST_F(CompilingInTheBackground, RandomProgramsMatchTheInterpreter) {
   const int64_t unfused = stats().kernels_unfused;
   EXPECT_EQ(differential(8, 4, 9300), 0);
