@@ -38,6 +38,9 @@ struct kiln_per_op_reduce_args {
 };
 )cuda";
 
+// The host's structs are passed as these, byte for byte.
+static_assert(sizeof(PerOpArgs) == 328 && sizeof(PerOpReduceArgs) == 296, "per_op.h's structs must match kTypes");
+
 // kiln_load_<class>(p, dtype, i): element i of memory of any dtype as a value of the class, and
 // kiln_store_<class>: a value stored as any dtype; the conversions of the fused kernels (ops.h).
 std::string conversions() {
