@@ -52,6 +52,11 @@ bool CompileQueue::failed(const std::string& key) {
   return failed_.count(key) > 0;
 }
 
+bool CompileQueue::queued(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return submitted_.count(key) > 0 && failed_.count(key) == 0;
+}
+
 int64_t CompileQueue::pending() {
   std::lock_guard<std::mutex> lock(mutex_);
   return pending_;

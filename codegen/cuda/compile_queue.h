@@ -25,6 +25,8 @@ class CompileQueue {
   void submit(const std::string& key, std::function<void()> build);
   // Whether the build of `key` failed.
   bool failed(const std::string& key);
+  // Whether `key` was queued and its build did not fail (it may have finished).
+  bool queued(const std::string& key);
   // Builds queued and not finished yet.
   int64_t pending();
   // Returns when every queued build has finished (tests; a device turned off).

@@ -250,9 +250,11 @@ class Launcher {
         return &it->second;
       }
     }
+    const bool background = !wait && compiles_in_background();
+    if (background && compile_queue().queued(key)) return nullptr;  // still compiling
     KernelSource source = kernel_source(k, index32);
     std::optional<Functions> f;
-    if (!wait && compiles_in_background() && !compile_queue().failed(key)) {
+    if (background && !compile_queue().failed(key)) {
       if (!driver::fake_device()) f = compiled_functions(d_, source, false);  // from disk: no compile
       if (!f) {
         DeviceState* d = &d_;
