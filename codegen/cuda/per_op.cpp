@@ -88,10 +88,14 @@ std::string elementwise_kernel(Op op, ScalarType in, ScalarType out) {
   s += "  const long long step = (long long)gridDim.x * blockDim.x;\n"
        "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < p.count; e += step) {\n"
        "    long long i0 = p.offsets[0], i1 = p.offsets[1], i2 = p.offsets[2], r = e;\n"
-       "    for (int d = p.rank - 1; d >= 0; --d) {\n"
-       "      const long long c = r % p.sizes[d];\n"
-       "      r /= p.sizes[d];\n"
-       "      i0 += c * p.strides[0][d], i1 += c * p.strides[1][d], i2 += c * p.strides[2][d];\n"
+       "    if (p.rank == 1) {  // no 64-bit divisions where the dims merged into one\n"
+       "      i0 += e * p.strides[0][0], i1 += e * p.strides[1][0], i2 += e * p.strides[2][0];\n"
+       "    } else {\n"
+       "      for (int d = p.rank - 1; d >= 0; --d) {\n"
+       "        const long long c = r % p.sizes[d];\n"
+       "        r /= p.sizes[d];\n"
+       "        i0 += c * p.strides[0][d], i1 += c * p.strides[1][d], i2 += c * p.strides[2][d];\n"
+       "      }\n"
        "    }\n";
   for (size_t j = 0; j < arity; ++j) {
     const ScalarType t = kind == OpKind::Select && j == 0 ? kBool : in;
@@ -137,13 +141,18 @@ constexpr const char* kReduceKernel =
       r /= p.kept_sizes[d];
     }
     $TYPE acc = $IDENTITY;
-    for (long long e = threadIdx.x; e < p.inner; e += blockDim.x) {
-      long long at = base, q = e;
-      for (int d = p.red_rank - 1; d >= 0; --d) {
-        at += (q % p.red_sizes[d]) * p.red_strides[d];
-        q /= p.red_sizes[d];
+    if (p.red_rank == 1) {  // no 64-bit divisions per element
+      for (long long e = threadIdx.x; e < p.inner; e += blockDim.x)
+        acc = $FOLD(acc, kiln_load_$CLASS(in, p.in_dtype, base + e * p.red_strides[0]));
+    } else {
+      for (long long e = threadIdx.x; e < p.inner; e += blockDim.x) {
+        long long at = base, q = e;
+        for (int d = p.red_rank - 1; d >= 0; --d) {
+          at += (q % p.red_sizes[d]) * p.red_strides[d];
+          q /= p.red_sizes[d];
+        }
+        acc = $FOLD(acc, kiln_load_$CLASS(in, p.in_dtype, at));
       }
-      acc = $FOLD(acc, kiln_load_$CLASS(in, p.in_dtype, at));
     }
     partial[threadIdx.x] = acc;
     __syncthreads();

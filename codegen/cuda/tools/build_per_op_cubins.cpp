@@ -1,8 +1,8 @@
 // Builds the per-op CUDA kernels (codegen/cuda/per_op.h) ahead of time, while kiln is built: one
 // cubin per architecture named on the command line, into FOLDER, named per_op_library_file (the
 // source's hash), so that a flush on those GPUs never waits for NVRTC. A cubin already there is
-// kept. Without NVRTC (no CUDA toolkit), it says so and builds nothing: kiln then compiles the
-// per-op kernels at their first use.
+// kept, those of other sources removed. Without NVRTC (no CUDA toolkit), it says so and builds nothing: kiln then
+// compiles the per-op kernels at their first use.
 //   kiln_build_per_op_cubins FOLDER ARCH...     (e.g. build/cuda-per-op 80 90)
 #include <chrono>
 #include <cstdio>
@@ -27,6 +27,12 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path folder = argv[1];
   std::filesystem::create_directories(folder);
+  // Cubins of an earlier source are never loaded again (their hash differs): not shipped either.
+  const std::string current = cuda::per_op_library_file(0).substr(0, cuda::per_op_library_file(0).rfind("-sm_"));
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("kiln-cuda-per-op-", 0) == 0 && name.rfind(current, 0) != 0) std::filesystem::remove(entry.path());
+  }
   for (int i = 2; i < argc; ++i) {
     const int arch = std::atoi(argv[i]);
     const std::filesystem::path path = folder / cuda::per_op_library_file(arch);
