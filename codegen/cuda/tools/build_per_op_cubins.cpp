@@ -20,13 +20,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s FOLDER ARCH...\n", argv[0]);
     return 2;
   }
+  const std::filesystem::path folder = argv[1];
+  std::filesystem::create_directories(folder);  // installed, if empty, either way
   std::string why;
   if (!cuda::nvrtc_available(&why)) {
     std::printf("per-op CUDA kernels not built ahead of time: %s\n", why.c_str());
     return 0;
   }
-  const std::filesystem::path folder = argv[1];
-  std::filesystem::create_directories(folder);
   // Cubins of an earlier source are never loaded again (their hash differs): not shipped either.
   const std::string current = cuda::per_op_library_file(0).substr(0, cuda::per_op_library_file(0).rfind("-sm_"));
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
