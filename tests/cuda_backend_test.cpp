@@ -362,6 +362,24 @@ TEST_F(CompilingInTheBackground, PerOpKernelsGiveTheFusedKernelsValuesInEveryDty
   }
 }
 
+// Eager mode (KILN_LAZY=0) runs each op on the per-op kernels at once: no fused kernel compiles.
+TEST_F(FakeCudaBackend, EagerModeRunsThePerOpKernels) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(16);
+  const auto x = torch::randn({5, 8}), dx = x.to(cuda);
+  tracer::flush();
+  const bool lazy = is_lazy();
+  set_lazy(false);
+  (dx.t() * 2 - 3).exp().sum(0).cpu();  // loads the per-op modules of these ops
+  const int64_t unfused = stats().kernels_unfused;
+  const int modules = kiln_test::fake_cuda_counts().modules;
+  const auto y = ((dx * 0.5 - 1).exp() * dx).sum(1).cpu();
+  set_lazy(lazy);
+  EXPECT_GE(stats().kernels_unfused, unfused + 4);  // Mul, Sub, Exp, Mul, Sum: one op each
+  EXPECT_EQ(kiln_test::fake_cuda_counts().modules, modules) << "a fused kernel was loaded in eager mode";
+  EXPECT_TRUE(torch::allclose(y, ((x * 0.5 - 1).exp() * x).sum(1), 1e-5, 1e-6));
+}
+
 // The host's side of a per-op launch (arguments, the function looked up, the fake driver's launch
 // of one block on a one-element tensor): a kernel of 240 nodes runs as 240 launches.
 TEST_F(CompilingInTheBackground, PerOpLaunchesTakeLittleHostTime) {

@@ -174,6 +174,8 @@ class Launcher {
       if (k.kind == Kernel::Kind::Library && k.library_node->op == ir::Op::Matmul && gemm(*k.library_node)) return;
       return run_on_host(k);
     }
+    // Eager mode runs the per-op kernels, as on the CPU, compiling nothing it need not.
+    if (!is_lazy() && k.kind != Kernel::Kind::Library && run_per_op(k)) return;
     const bool index32 = fits_int32_indices(k);
     const Functions* ready = functions(k, index32);
     if (!ready) {  // compiling in the background
