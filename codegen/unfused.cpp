@@ -23,6 +23,21 @@ class UnfusedBackend final : public Backend {
 
 }  // namespace
 
+std::vector<std::vector<size_t>> last_reads(const fusion::Kernel& k) {
+  const size_t count = k.nodes.size();
+  std::vector<size_t> last_use(count, 0);
+  std::unordered_map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < count; ++i) {
+    last_use[i] = i;
+    index.emplace(k.nodes[i].node, i);
+    for (const ir::Operand& o : k.nodes[i].node->inputs)
+      if (auto it = index.find(o.node.get()); it != index.end()) last_use[it->second] = i;
+  }
+  std::vector<std::vector<size_t>> frees(count);
+  for (size_t i = 0; i < count; ++i) frees[last_use[i]].push_back(i);
+  return frees;
+}
+
 void run_unfused(const fusion::Kernel& k) {
   if (k.kind == fusion::Kernel::Kind::Library) {
     run_node(*k.library_node);
@@ -38,17 +53,8 @@ void run_unfused(const fusion::Kernel& k) {
   // before (a constant another kernel already wrote) are kept.
   const size_t count = k.nodes.size();
   std::vector<bool> keep(count, false);
-  std::vector<size_t> last_use(count, 0);
   for (int o : k.outputs) keep[size_t(o)] = true;
-  std::unordered_map<const ir::Node*, size_t> index;
-  for (size_t i = 0; i < count; ++i) {
-    last_use[i] = i;
-    index.emplace(k.nodes[i].node, i);
-    for (const ir::Operand& o : k.nodes[i].node->inputs)
-      if (auto it = index.find(o.node.get()); it != index.end()) last_use[it->second] = i;
-  }
-  std::vector<std::vector<size_t>> frees(count);
-  for (size_t i = 0; i < count; ++i) frees[last_use[i]].push_back(i);
+  const std::vector<std::vector<size_t>> frees = last_reads(k);
   int64_t computed = 0, interpreted = 0;
   for (size_t i = 0; i < count; ++i) {
     ir::Node& n = *k.nodes[i].node;

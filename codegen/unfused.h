@@ -9,6 +9,10 @@
 
 namespace kiln::codegen {
 
+// Per node of `k` (its index in k.nodes), the nodes whose last reader in k it is (a node that no
+// other reads is its own last reader): what running k node by node may free after that node.
+std::vector<std::vector<size_t>> last_reads(const fusion::Kernel& k);
+
 // Runs `k` (its reads computed), keeping only its outputs and what was computed before; counts a
 // kernel in Stats::kernels_unfused.
 void run_unfused(const fusion::Kernel& k);

@@ -35,6 +35,10 @@ pack() {
     grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
   cp "$ROOT/perf/bench_pytorch.py" "$stage/bin/"  # the PyTorch side of `kiln bench --device cuda`
+  # The per-op CUDA kernels built with kiln (sm_80, sm_90), where kiln looks beside bin/.
+  if compgen -G "$build/cuda-per-op/*.cubin" >/dev/null; then
+    mkdir -p "$stage/lib/kiln/cuda" && cp "$build"/cuda-per-op/*.cubin "$stage/lib/kiln/cuda/"
+  fi
   # Fashion-MNIST for `kiln train`, once it takes --device.
   if "$stage/bin/kiln" train --help 2>/dev/null | grep -q -- '--device'; then
     mkdir -p "$stage/data" && cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
@@ -84,11 +88,27 @@ run() {
   # Tensors computed on the GPU: the CUDA backend (codegen/cuda/launcher.h) against the
   # interpreter, then the device tests (FakeCuda.* ran above on the fake driver), then training.
   check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-300}" \
-    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*:CudaGpu.OpsMixing*'
+    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*:CudaGpu.OpsMixing*:CudaGpu.PerOp*'
   check "ops mixing CPU and CUDA tensors throw; composites' fills on the device (CudaGpu.OpsMixing*)" \
     "$tests" --gtest_filter='CudaGpu.OpsMixing*'
   check "sorts, topk, median, mode, searchsorted and block scans as device kernels (CudaGpu.SortsAndScans*)" \
     "$tests" --gtest_filter='CudaGpu.SortsAndScans*'
+  # Per-op kernels (codegen/cuda/per_op.h): their values against the fused kernels' on the device,
+  # and the first MLP step from an empty cache, while kernels compile (background) and waiting
+  # for them (wait), then from the warm cache: the [cuda] lines give each step's milliseconds.
+  local compile
+  for compile in background wait; do
+    rm -rf "$dir/cache-$compile"
+    check "per-op kernels equal the fused ones; first MLP step, empty cache, KILN_COMPILE=$compile (CudaGpu.PerOp*)" \
+      env KILN_COMPILE=$compile KILN_CACHE_DIR="$dir/cache-$compile" "$tests" --gtest_filter='CudaGpu.PerOp*'
+  done
+  check "first MLP step, warm cache (CudaGpu.PerOp*)" env KILN_COMPILE=background KILN_CACHE_DIR="$dir/cache-wait" \
+    "$tests" --gtest_filter='CudaGpu.PerOp*'
+  if ls "$dir"/lib/kiln/cuda/*.cubin >/dev/null 2>&1; then
+    SUMMARY+=("NOTE     per-op kernels prebuilt: $(cd "$dir/lib/kiln/cuda" && ls *.cubin | tr '\n' ' ')")
+  else
+    SUMMARY+=("NOTE     no prebuilt per-op kernels in the pack: NVRTC compiled them at first use")
+  fi
   check "kiln train --device cuda --epochs 1" "$kiln" train --device cuda --epochs 1 --data "$dir/data"
   check "kiln train --device cuda (second run: kernels from the disk cache)" "$kiln" train --device cuda --epochs 1 \
     --data "$dir/data"
@@ -101,7 +121,8 @@ run() {
     not_yet "kiln bench --device cuda against PyTorch eager and torch.compile" "no PyTorch on this machine"
   fi
   echo "=== record: the two 'accuracy ... seconds_per_epoch ...' lines above (cold and warm cache),"
-  echo "    the [cuda] line of CudaGpu.RandomProgramsMatchTheInterpreter, the bench table (device copy"
+  echo "    the [cuda] lines of CudaGpu.RandomProgramsMatchTheInterpreter and CudaGpu.PerOp* (first step cold"
+  echo "    with per-op kernels, cold waiting for NVRTC, warm), the bench table (device copy"
   echo "    GB/s, each row's ms and share of floor), PyTorch's eager and compile lines beside it, and the"
   echo "    summary below"
 

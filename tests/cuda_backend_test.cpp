@@ -6,13 +6,22 @@
 #include <gtest/gtest.h>
 #include <kiln/torch.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "codegen/backend.h"
+#include "codegen/cuda/compile_queue.h"
+#include "codegen/cuda/kernel_cache.h"
 #include "codegen/cuda/launcher.h"
+#include "codegen/cuda/nvrtc.h"
+#include "codegen/cuda/per_op.h"
 #include "cuda_fake_driver.h"
 #include "flush_capture.h"
 #include "random_program.h"
+#include "runtime/config.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/stats.h"
@@ -207,6 +216,343 @@ TEST_F(FakeCudaBackend, NarrowDtypesRunOnTheDevice) {
     EXPECT_TRUE(torch::equal(actual.cpu(), expected)) << t;
   }
   EXPECT_EQ(stats().cuda_host_fallbacks, fallbacks);
+}
+
+// ctc_loss and embedding_bag build their index tables on the host and move them to their input's
+// device: on CUDA inputs they run there (no mixing of devices) and give the CPU's values and
+// gradients.
+TEST_F(FakeCudaBackend, CtcLossAndEmbeddingBagRunOnTheirInputsDevice) {
+  namespace F = torch::nn::functional;
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(14);
+  const auto logits = torch::randn({6, 3, 5}, torch::kDouble);
+  const auto targets = torch::tensor({{1, 2, 2}, {3, 1, 0}, {4, 0, 0}}, torch::kLong);
+  const auto input_lengths = torch::tensor({6, 5, 4}, torch::kLong), target_lengths = torch::tensor({3, 2, 1});
+  auto ctc = [&](const torch::Device& device) {
+    const auto x = logits.detach().to(device).requires_grad_(true);
+    auto loss = F::ctc_loss(x.log_softmax(2), targets.to(device), input_lengths, target_lengths,
+                            F::CTCLossFuncOptions().reduction(torch::kMean));
+    EXPECT_EQ(loss.device(), device);
+    loss.backward();
+    return std::pair{loss.cpu(), x.grad().cpu()};
+  };
+  const auto [loss, grad] = ctc(torch::kCPU);
+  const auto [dloss, dgrad] = ctc(cuda);
+  EXPECT_TRUE(torch::allclose(dloss, loss, 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(dgrad, grad, 1e-12, 1e-12));
+  const auto weight = torch::randn({5, 3}, torch::kDouble);
+  using Mode = kiln::nn::EmbeddingBagMode;
+  for (const Mode& mode : {Mode(torch::kSum), Mode(torch::kMean), Mode(torch::kMax)}) {
+    auto bag = [&](const torch::Device& device) {
+      const auto w = weight.detach().to(device).requires_grad_(true);
+      auto out = F::embedding_bag(
+          torch::tensor({0, 2, 2, 4, 1, 2, 0}, torch::kLong).to(device), w,
+          F::EmbeddingBagFuncOptions()
+              .offsets(torch::tensor({0, 3, 5}, torch::kLong).to(device))
+              .mode(mode)
+              .padding_idx(1)
+              .per_sample_weights(mode.name() == "sum" ? torch::rand({7}, torch::kDouble).to(device) : torch::Tensor())
+              .scale_grad_by_freq(mode.name() == "mean"));
+      EXPECT_EQ(out.device(), device);
+      out.sum().backward();
+      return std::pair{out.cpu(), w.grad().cpu()};
+    };
+    torch::manual_seed(15);
+    const auto [out, wgrad] = bag(torch::kCPU);
+    torch::manual_seed(15);
+    const auto [dout, dwgrad] = bag(cuda);
+    EXPECT_TRUE(torch::allclose(dout, out, 1e-12, 1e-12)) << mode.name();
+    EXPECT_TRUE(torch::allclose(dwgrad, wgrad, 1e-12, 1e-12)) << mode.name();
+  }
+}
+
+// Background compilation (KILN_COMPILE=background, the default outside the tests): a flush that
+// misses a fused kernel queues its compile and runs the kernel node by node on the per-op
+// kernels (codegen/cuda/per_op.h); the next flush after the compile finished launches it fused.
+struct CompilingInTheBackground : FakeCudaBackend {
+  CompilingInTheBackground() : saved(config().compile_in_background) { config().compile_in_background = true; }
+  ~CompilingInTheBackground() override {
+    codegen::cuda::wait_for_background_compiles();
+    config().compile_in_background = saved;
+  }
+  const bool saved;
+};
+
+// Each value computed by both paths: first per-op (nothing compiled in this process), then fused.
+template <typename Step>
+void per_op_then_fused(Step step, const std::string& what) {
+  const Stats before = stats();
+  const int launches = kiln_test::fake_cuda_counts().launches;
+  const std::vector<torch::Tensor> per_op = step();
+  tracer::flush();  // `.cpu()` is traced too: the flush runs it
+  const Stats first = stats();
+  const int per_op_launches = kiln_test::fake_cuda_counts().launches - launches;
+  EXPECT_GT(first.kernels_unfused, before.kernels_unfused) << what;
+  EXPECT_EQ(first.flushes_unfused, before.flushes_unfused + 1) << what;
+  codegen::cuda::wait_for_background_compiles();
+  EXPECT_EQ(codegen::cuda::compile_queue().pending(), 0);
+  const int fused_from = kiln_test::fake_cuda_counts().launches;
+  const std::vector<torch::Tensor> fused = step();
+  tracer::flush();
+  EXPECT_EQ(stats().kernels_unfused, first.kernels_unfused) << what << ": the compiled kernels were not swapped in";
+  EXPECT_LT(kiln_test::fake_cuda_counts().launches - fused_from, per_op_launches) << what;
+  ASSERT_EQ(per_op.size(), fused.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    ASSERT_TRUE(per_op[i].is_cpu() && fused[i].is_cpu());
+    ASSERT_EQ(per_op[i].dtype(), fused[i].dtype());
+    const auto dtype = fused[i].scalar_type();
+    const double tolerance = dtype == torch::kHalf || dtype == torch::kBFloat16 ? 1e-2 : 1e-6;
+    EXPECT_TRUE(fused[i].is_floating_point()
+                    ? torch::allclose(per_op[i], fused[i], tolerance, tolerance, /*equal_nan=*/true)
+                    : torch::equal(per_op[i], fused[i]))
+        << what << ", output " << i << ":\n"
+        << per_op[i] << "\n"
+        << fused[i];
+  }
+}
+
+TEST_F(CompilingInTheBackground, AColdFlushRunsPerOpKernelsUntilTheFusedKernelIsBuilt) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(11);
+  const auto x = torch::randn({6, 9}), y = torch::randn({9});
+  const auto dx = x.to(cuda), dy = y.to(cuda);
+  tracer::flush();
+  auto expression = [](const torch::Tensor& a, const torch::Tensor& b) {
+    const auto t = (a * 2.5 + b).tanh() * a;
+    return std::vector<torch::Tensor>{t.sum(1), t.amax(0), torch::softmax(a, 1)};
+  };
+  per_op_then_fused(
+      [&] {
+        auto out = expression(dx, dy);
+        for (auto& o : out) o = o.cpu();
+        return out;
+      },
+      "float32");
+  const auto expected = expression(x, y), actual = expression(dx, dy);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(torch::allclose(actual[i].cpu(), expected[i], 1e-5, 1e-6));
+}
+
+// Every dtype class: loads and stores of each dtype, casts, comparisons, where, true division
+// of integers (in float64), wrapping integer arithmetic, sums and maxima.
+TEST_F(CompilingInTheBackground, PerOpKernelsGiveTheFusedKernelsValuesInEveryDtype) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(12);
+  const auto a = torch::randn({4, 5}) * 10, b = torch::randn({5}) * 10 + 0.5;
+  for (auto t : {torch::kFloat, torch::kDouble, torch::kHalf, torch::kBFloat16, torch::kInt, torch::kLong, torch::kByte,
+                 torch::kBool}) {
+    const auto da = a.to(cuda).to(t), db = b.to(cuda).to(t);
+    tracer::flush();  // the inputs in device memory, so that both runs flush the same kernels
+    per_op_then_fused(
+        [&] {
+          std::vector<torch::Tensor> out = {torch::where(da > db, da.to(torch::kDouble), db.to(torch::kFloat) - 3),
+                                            (da != db).to(torch::kInt) + da.to(torch::kLong),
+                                            da.to(torch::kFloat).sum(0), da.to(torch::kFloat).amax(1)};
+          if (t != torch::kBool) {
+            out.push_back(da / db);
+            out.push_back(da * db + da);
+            out.push_back(da.sum(1));
+          }
+          for (auto& o : out) o = o.cpu();
+          return out;
+        },
+        [&] {
+          std::ostringstream name;
+          name << t;
+          return name.str();
+        }());
+  }
+}
+
+// Eager mode (KILN_LAZY=0) runs each op on the per-op kernels at once: no fused kernel compiles.
+TEST_F(FakeCudaBackend, EagerModeRunsThePerOpKernels) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(16);
+  const auto x = torch::randn({5, 8}), dx = x.to(cuda);
+  tracer::flush();
+  const bool lazy = is_lazy();
+  set_lazy(false);
+  (dx.t() * 2 - 3).exp().sum(0).cpu();  // loads the per-op modules of these ops
+  const int64_t unfused = stats().kernels_unfused;
+  const int modules = kiln_test::fake_cuda_counts().modules;
+  const auto y = ((dx * 0.5 - 1).exp() * dx).sum(1).cpu();
+  set_lazy(lazy);
+  EXPECT_GE(stats().kernels_unfused, unfused + 4);  // Mul, Sub, Exp, Mul, Sum: one op each
+  EXPECT_EQ(kiln_test::fake_cuda_counts().modules, modules) << "a fused kernel was loaded in eager mode";
+  EXPECT_TRUE(torch::allclose(y, ((x * 0.5 - 1).exp() * x).sum(1), 1e-5, 1e-6));
+}
+
+// The host's side of a per-op launch (arguments, the function looked up, the fake driver's launch
+// of one block on a one-element tensor): a kernel of 240 nodes runs as 240 launches.
+TEST_F(CompilingInTheBackground, PerOpLaunchesTakeLittleHostTime) {
+  const torch::Device cuda("cuda:0");
+  const auto x = torch::full({1}, 0.25), dx = x.to(cuda);
+  tracer::flush();
+  auto chain = [](torch::Tensor v, int links) {
+    for (int i = 0; i < links; ++i) v = (v * 1.5 + 0.25).tanh();
+    return v;
+  };
+  chain(dx, 2).cpu();  // loads the modules of Mul, Add, Tanh and Const
+  tracer::flush();
+  const int launches = kiln_test::fake_cuda_counts().launches;
+  const int64_t unfused = stats().kernels_unfused;
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = chain(dx, 60).cpu();
+  tracer::flush();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  const int count = kiln_test::fake_cuda_counts().launches - launches;
+  EXPECT_EQ(stats().kernels_unfused, unfused + 1);
+  EXPECT_GE(count, 180);  // Mul, Add, Tanh per link; the constants too unless folded
+  std::printf("[per-op] %d launches in %.0f us: %.1f us each (tracing, the flush and the fake driver included)\n",
+              count, us, us / count);
+  EXPECT_LT(us / count, 500.0);
+  EXPECT_TRUE(torch::allclose(out, chain(x, 60), 1e-6, 1e-6));
+}
+
+TEST_F(CompilingInTheBackground, RandomProgramsMatchTheInterpreter) {
+  const int64_t unfused = stats().kernels_unfused;
+  EXPECT_EQ(differential(8, 4, 9300), 0);
+  EXPECT_GT(stats().kernels_unfused, unfused);
+}
+
+// exit() while kernels compile: each compile in flight finishes (NVRTC and the host compiler
+// of the fake driver), the queued ones are dropped, and nothing crashes on the way out.
+TEST_F(CompilingInTheBackground, AProcessExitsCleanlyWhileKernelsCompile) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (codegen::cuda::nvrtc_available())
+          for (const char* module : {"Add", "Mul", "Exp", "reduce"})
+            codegen::cuda::compile_queue().submit(std::string("exit test ") + module, [module] {
+              codegen::cuda::nvrtc_compile(codegen::cuda::per_op_source(module), "exit_test.cu", 90, module);
+            });
+        const torch::Device cuda("cuda:0");
+        auto x = torch::randn({3, 4}).to(cuda);
+        const float value = ((x * 1.75 - 0.5).sigmoid() * x).sum().item<float>();
+        std::fprintf(stderr, "computed %g with %lld compiles pending\n", value,
+                     (long long)codegen::cuda::compile_queue().pending());
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      codegen::cuda::nvrtc_available() ? "with [1-9][0-9]* compiles pending" : "compiles pending");
+}
+
+// The per-op kernels through NVRTC for sm_90 (each module as kiln compiles one at its first use
+// where no prebuilt cubin serves), and the prebuilt library the build made.
+TEST(Cuda, PerOpKernelsCompileForSm90) {
+  std::string why;
+  if (!codegen::cuda::nvrtc_available(&why)) GTEST_SKIP() << "no NVRTC: " << why;
+  for (const char* module : {"Const", "reduce", "Add", "Div", "Where", "Cast", "Lt", "Tanh"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto compiled = codegen::cuda::nvrtc_compile(codegen::cuda::per_op_source(module), "per_op.cu", 90, module);
+    std::printf("[per-op] %-7s compiled for sm_90 in %.0f ms (%zu KiB cubin)\n", module,
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+                compiled.image.size() >> 10);
+    EXPECT_FALSE(compiled.ptx_only);
+  }
+  const std::string library = codegen::cuda::per_op_library_path(90);
+  ASSERT_FALSE(library.empty()) << "the build made no " << codegen::cuda::per_op_library_file(90);
+  std::ifstream file(library, std::ios::binary);
+  char magic[4] = {};
+  file.read(magic, 4);
+  EXPECT_EQ(std::string(magic, 4),
+            "\x7f"
+            "ELF")
+      << library;
+}
+
+// Each elementwise op has the per-op kernels its nodes launch, in every dtype class.
+TEST(Cuda, EveryElementwiseNodeHasAPerOpKernel) {
+  int checked = 0;
+  for (auto t : {kFloat, kDouble, kHalf, kLong, kInt, kBool}) {
+    auto input = std::make_shared<ir::Node>();
+    input->op = ir::Op::Input;
+    input->dtype = t;
+    input->shape = {3, 4};
+    for (int i = 0; i < ir::kOpCount; ++i) {
+      const ir::Op op = ir::all_ops()[i];
+      const ir::OpKind kind = ir::op_kind(op);
+      const size_t arity = kind == ir::OpKind::Unary ? 1 : kind == ir::OpKind::Select ? 3 : 2;
+      if (kind != ir::OpKind::Unary && kind != ir::OpKind::Binary && kind != ir::OpKind::Compare &&
+          kind != ir::OpKind::Select)
+        continue;
+      ir::Node n{};
+      n.op = op;
+      n.dtype = kind == ir::OpKind::Compare ? kBool : t;
+      n.shape = {3, 4};
+      for (size_t j = 0; j < arity; ++j) n.inputs.push_back(ir::Operand{input, ir::View{{3, 4}, {4, 1}, 0}});
+      codegen::cuda::PerOpLaunch launch;
+      ASSERT_TRUE(codegen::cuda::per_op_launch(n, launch)) << ir::op_name(op);
+      EXPECT_NE(codegen::cuda::per_op_source(launch.module).find(" " + launch.function + "("), std::string::npos)
+          << launch.function;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+// On a GPU (scripts/gpu-check.sh): the per-op kernels against the fused ones on the device, and
+// the first MLP step from an empty kernel cache against a warm one (KILN_COMPILE decides whether
+// the first waits for NVRTC).
+TEST(CudaGpu, PerOpKernelsMatchTheFusedOnesAndServeTheFirstStep) {
+  if (!cuda_driver::available() || cuda_driver::fake_device())
+    GTEST_SKIP() << "no CUDA device: " << cuda_driver::unavailable_reason();
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(13);
+  auto model = torch::nn::Sequential(torch::nn::Linear(784, 512), torch::nn::LayerNorm(std::vector<int64_t>{512}),
+                                     torch::nn::ReLU(), torch::nn::Linear(512, 512), torch::nn::ReLU(),
+                                     torch::nn::Linear(512, 10));
+  model->to(cuda);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto x = torch::randn({256, 784}).to(cuda), y = torch::randint(0, 10, {256}).to(cuda);
+  auto step = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+    const float value = loss.item<float>();
+    torch::cuda::synchronize();
+    return std::pair{value,
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+  };
+  reset_stats();
+  const auto cold = step();
+  const int64_t unfused = stats().kernels_unfused;
+  double before_swap = 0;
+  int steps = 1;
+  for (; codegen::cuda::compile_queue().pending() > 0 && steps < 200; ++steps) before_swap += step().second;
+  codegen::cuda::wait_for_background_compiles();
+  step();
+  const auto warm = step();
+  std::printf(
+      "[cuda] KILN_COMPILE=%s: first step %.1f ms (%lld kernels per-op), %d more steps %.2f ms each "
+      "before every kernel was compiled, warm step %.2f ms (loss %g)\n",
+      config().compile_in_background ? "background" : "wait", cold.second, (long long)unfused, steps - 1,
+      steps > 1 ? before_swap / (steps - 1) : 0.0, warm.second, double(warm.first));
+  EXPECT_TRUE(std::isfinite(warm.first));
+  const cuda_driver::DeviceProperties device = cuda_driver::device_properties(0);
+  const bool empty = codegen::cuda::kernel_cache(device.major * 10 + device.minor).counts().loaded == 0;
+  std::printf("[cuda] the kernel cache was %s\n", empty ? "empty (nothing loaded from disk)" : "warm");
+  if (config().compile_in_background && empty) EXPECT_GT(unfused, 0) << "a cold first step ran no per-op kernels";
+  // The same values per-op and fused on the device (the dtype classes, as on the fake device).
+  config().compile_in_background = true;
+  const auto a = torch::randn({64, 33}).to(cuda) * 10, b = torch::randn({33}).to(cuda) * 10 + 0.5;
+  for (auto t : {torch::kFloat, torch::kDouble, torch::kHalf, torch::kInt, torch::kLong}) {
+    const auto da = a.to(t), db = b.to(t);
+    tracer::flush();
+    auto values = [&] {
+      std::vector<torch::Tensor> out = {torch::where(da > db, da.to(torch::kDouble), db.to(torch::kFloat) - 3), da / db,
+                                        (da * db + da).sum(1), da.to(torch::kFloat).amax(0)};
+      for (auto& o : out) o = o.cpu();
+      return out;
+    };
+    const auto per_op = values();
+    codegen::cuda::wait_for_background_compiles();
+    const auto fused = values();
+    for (size_t i = 0; i < fused.size(); ++i)
+      EXPECT_TRUE(torch::allclose(per_op[i], fused[i], t == torch::kHalf ? 1e-2 : 1e-6, 1e-5, /*equal_nan=*/true))
+          << t << " output " << i;
+  }
 }
 
 }  // namespace

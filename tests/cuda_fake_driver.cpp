@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codegen/cuda/cublas.h"
+#include "codegen/cuda/launcher.h"
 #include "cuda_emulation.h"
 #include "runtime/config.h"
 #include "runtime/cuda/driver.h"
@@ -361,6 +362,8 @@ kiln::codegen::cuda::CublasApi make_cublas() {
 }  // namespace
 
 void use_fake_cuda(bool on) {
+  // Kernels compiling in the background load their modules through the driver table set now.
+  kiln::codegen::cuda::wait_for_background_compiles();
   static const driver::DriverApi fake_driver = make_driver();
   static const kiln::codegen::cuda::CublasApi fake_cublas = make_cublas();
   kiln::codegen::cuda::use_fake_cublas(on ? &fake_cublas : nullptr);

@@ -53,34 +53,59 @@ KernelCache::Counts KernelCache::counts() const {
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::get(const fusion::Kernel& k, bool index32) {
-  const std::string key = cuda_key(k, index32);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = loaded_.find(key);
+    auto it = loaded_.find(cuda_key(k, index32));
     if (it != loaded_.end()) {
       ++counts_.in_memory;
       return it->second;
     }
   }
-  // Compiled outside the lock, so that kernels compile in parallel; two threads asking for the
-  // same new key both compile it, and the first one stored is kept.
-  auto compiled = load_or_compile(k, index32);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return loaded_.emplace(key, std::move(compiled)).first->second;
+  return get(kernel_source(k, index32));
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const fusion::Kernel& k, bool index32) {
+std::shared_ptr<const CompiledKernel> KernelCache::find(const KernelSource& source) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = loaded_.find(source.key);
+    if (it != loaded_.end()) {
+      ++counts_.in_memory;
+      return it->second;
+    }
+  }
+  auto loaded = load(source);
+  if (!loaded) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return loaded_.emplace(source.key, std::move(loaded)).first->second;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::get(const KernelSource& source) {
+  if (auto found = find(source)) return found;
+  // Compiled outside the lock, so that kernels compile in parallel; two threads asking for the
+  // same new key both compile it, and the first one stored is kept.
+  auto compiled = compile(source);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return loaded_.emplace(source.key, std::move(compiled)).first->second;
+}
+
+namespace {
+std::shared_ptr<CompiledKernel> described(const KernelSource& source) {
   auto kernel = std::make_shared<CompiledKernel>();
-  KernelSource source = kernel_source(k, index32);
   kernel->key = source.key;
   kernel->name = source.name;
   kernel->init_name = source.init_name;
   kernel->layout = source.layout;
+  return kernel;
+}
+}  // namespace
+
+std::shared_ptr<const CompiledKernel> KernelCache::load(const KernelSource& source) {
   const std::string entry = disk_key(source.key);
   for (const char* ext : {".cubin", ".ptx"}) {
     auto path = disk_->find(entry, ext);
     if (!path) continue;
     if (auto image = read_whole(*path)) {
+      auto kernel = described(source);
       kernel->image = std::move(*image);
       kernel->ptx_only = std::string(ext) == ".ptx";
       std::lock_guard<std::mutex> lock(mutex_);
@@ -89,6 +114,12 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const fusion:
     }
     log().warn("cuda: cache entry {} could not be read; rebuilding it", *path);
   }
+  return nullptr;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::compile(const KernelSource& source) {
+  auto kernel = described(source);
+  const std::string entry = disk_key(source.key);
   const std::string& dump = config().dump_dir;
   if (!dump.empty()) {
     std::error_code ec;

@@ -39,6 +39,10 @@ class KernelCache {
   // The compiled kernel for `k` with the given index width. Throws kiln::Error when NVRTC is
   // unavailable or fails (with the key and NVRTC's log).
   std::shared_ptr<const CompiledKernel> get(const fusion::Kernel& k, bool index32);
+  // The same for a source already generated (kernel_source, or a per-op module: per_op.h).
+  std::shared_ptr<const CompiledKernel> get(const KernelSource& source);
+  // The compiled kernel from memory or disk; null where it would have to be compiled.
+  std::shared_ptr<const CompiledKernel> find(const KernelSource& source);
 
   int arch() const { return arch_; }
   // The entry key on disk for a cuda_key: it also names NVRTC's options.
@@ -51,7 +55,8 @@ class KernelCache {
   Counts counts() const;
 
  private:
-  std::shared_ptr<const CompiledKernel> load_or_compile(const fusion::Kernel& k, bool index32);
+  std::shared_ptr<const CompiledKernel> load(const KernelSource& source);
+  std::shared_ptr<const CompiledKernel> compile(const KernelSource& source);
 
   const int arch_;
   std::unique_ptr<DiskCache> disk_;

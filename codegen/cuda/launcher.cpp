@@ -2,14 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "codegen/arguments.h"
+#include "codegen/cuda/compile_queue.h"
 #include "codegen/cuda/cublas.h"
 #include "codegen/cuda/kernel_cache.h"
+#include "codegen/cuda/per_op.h"
 #include "codegen/cuda/source.h"
+#include "codegen/unfused.h"
+#include "runtime/config.h"
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/error.h"
@@ -36,8 +42,14 @@ struct DeviceState {
   driver::CUstream stream = nullptr;
   CUdeviceptr block_count = 0;  // SplitWhole kernels' counter: zero, and left zero by each
   cublasHandle blas = nullptr;
-  std::mutex mutex;                                    // modules
+  std::mutex mutex;                                    // modules and the per-op kernels
   std::unordered_map<std::string, Functions> modules;  // cuda_key -> its loaded functions
+  // The per-op kernels (per_op.h): the prebuilt library's module once looked for, else a module
+  // per op; their functions by name.
+  bool per_op_library_tried = false;
+  driver::CUmodule per_op_library = nullptr;
+  std::unordered_map<std::string, driver::CUmodule> per_op_modules;
+  std::unordered_map<std::string, driver::CUfunction> per_op_functions;
 };
 
 DeviceState& device_state(int index) {
@@ -104,6 +116,29 @@ BufferPtr download(const DeviceState& d, const Buffer& device) {
 
 size_t bytes_of(const ir::Node& n) { return size_t(n.numel()) * element_size(n.dtype); }
 
+// A module's functions: `image` is a cubin, PTX text or, on the fake device, CUDA source.
+Functions load_functions(const std::string& image, const std::string& name, const std::string& init_name) {
+  driver::CUmodule module;
+  KILN_CU(cuModuleLoadData, &module, image.c_str());  // NUL-terminated where it is text
+  Functions f;
+  KILN_CU(cuModuleGetFunction, &f.main, module, name.c_str());
+  if (!init_name.empty()) KILN_CU(cuModuleGetFunction, &f.init, module, init_name.c_str());
+  return f;
+}
+
+// The loaded kernel for `source` on `d`: the cubin from the kernel cache (compiled by NVRTC when
+// `compile`, else null where it is not in memory or on disk); on the fake device, the source.
+std::optional<Functions> compiled_functions(const DeviceState& d, const KernelSource& source, bool compile) {
+  if (driver::fake_device()) return load_functions(source.source, source.name, source.init_name);
+  KernelCache& cache = kernel_cache(d.arch);
+  auto compiled = compile ? cache.get(source) : cache.find(source);
+  if (!compiled) return std::nullopt;
+  return load_functions(compiled->image, compiled->name, compiled->init_name);
+}
+
+// Whether a kernel missing from memory is compiled in the background while the flush goes on.
+bool compiles_in_background() { return config().compile_in_background && is_lazy(); }
+
 class Launcher {
  public:
   explicit Launcher(DeviceState& d) : d_(d) {}
@@ -114,6 +149,7 @@ class Launcher {
       run(partition.kernels[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
+    if (unfused_) stats_add(&Stats::flushes_unfused, 1);
     // Values that host tensors hold (`.cpu()`, and host ops the segment ran here) go back.
     bool copied = false;
     for (const Kernel& k : partition.kernels)
@@ -138,8 +174,16 @@ class Launcher {
       if (k.kind == Kernel::Kind::Library && k.library_node->op == ir::Op::Matmul && gemm(*k.library_node)) return;
       return run_on_host(k);
     }
+    // Eager mode runs the per-op kernels, as on the CPU, compiling nothing it need not.
+    if (!is_lazy() && k.kind != Kernel::Kind::Library && run_per_op(k)) return;
     const bool index32 = fits_int32_indices(k);
-    const Functions& f = functions(k, index32);
+    const Functions* ready = functions(k, index32);
+    if (!ready) {  // compiling in the background
+      if (k.kind == Kernel::Kind::Library) return run_on_host(k);
+      if (run_per_op(k)) return;
+      ready = functions(k, index32, true);
+    }
+    const Functions& f = *ready;
     const LaunchDims dims = launch_dims(k, d_.sm_count);
     args_.clear();
     args_.reserve(64);
@@ -196,28 +240,122 @@ class Launcher {
   }
 
   // The kernel's functions, loaded into the device at its first launch: the cubin (or PTX) from
-  // the kernel cache; on the fake device, the CUDA source itself (its driver compiles that).
-  const Functions& functions(const Kernel& k, bool index32) {
+  // the kernel cache; on the fake device, the CUDA source itself (its driver compiles that). Where
+  // it would have to be compiled and compiles_in_background(), its build is queued and null
+  // returned, unless `wait`.
+  const Functions* functions(const Kernel& k, bool index32, bool wait = false) {
     const std::string key = cuda_key(k, index32);
-    std::lock_guard<std::mutex> lock(d_.mutex);
-    if (auto it = d_.modules.find(key); it != d_.modules.end()) {
-      stats_add(&Stats::kernel_cache_hits, 1);
-      return it->second;
+    {
+      std::lock_guard<std::mutex> lock(d_.mutex);
+      if (auto it = d_.modules.find(key); it != d_.modules.end()) {
+        stats_add(&Stats::kernel_cache_hits, 1);
+        return &it->second;
+      }
     }
-    std::string image, name, init_name;
-    if (driver::fake_device()) {
-      KernelSource s = kernel_source(k, index32);
-      image = std::move(s.source), name = std::move(s.name), init_name = std::move(s.init_name);
+    const bool background = !wait && compiles_in_background();
+    if (background && compile_queue().queued(key)) return nullptr;  // still compiling
+    KernelSource source = kernel_source(k, index32);
+    std::optional<Functions> f;
+    if (background && !compile_queue().failed(key)) {
+      if (!driver::fake_device()) f = compiled_functions(d_, source, false);  // from disk: no compile
+      if (!f) {
+        DeviceState* d = &d_;
+        compile_queue().submit(key, [d, source = std::move(source)] {
+          driver::set_device(d->index);
+          const Functions built = *compiled_functions(*d, source, true);
+          std::lock_guard<std::mutex> lock(d->mutex);
+          d->modules.emplace(source.key, built);
+        });
+        return nullptr;
+      }
     } else {
-      auto compiled = kernel_cache(d_.arch).get(k, index32);
-      image = compiled->image, name = compiled->name, init_name = compiled->init_name;
+      f = compiled_functions(d_, source, true);
     }
-    driver::CUmodule module;
-    KILN_CU(cuModuleLoadData, &module, image.c_str());  // a cubin, or PTX text (NUL-terminated)
-    Functions f;
-    KILN_CU(cuModuleGetFunction, &f.main, module, name.c_str());
-    if (!init_name.empty()) KILN_CU(cuModuleGetFunction, &f.init, module, init_name.c_str());
-    return d_.modules.emplace(key, f).first->second;
+    std::lock_guard<std::mutex> lock(d_.mutex);
+    return &d_.modules.emplace(key, *f).first->second;
+  }
+
+  // Runs fused kernel `k` node by node on the per-op kernels while it compiles; false (nothing
+  // run) where a node has none.
+  bool run_per_op(const Kernel& k) {
+    const size_t count = k.nodes.size();
+    std::vector<PerOpLaunch> launches(count);
+    for (size_t i = 0; i < count; ++i)
+      if (!k.nodes[i].node->computed() && !per_op_launch(*k.nodes[i].node, launches[i])) return false;
+    std::vector<bool> keep(count, false);
+    for (int o : k.outputs) keep[size_t(o)] = true;
+    const std::vector<std::vector<size_t>> frees = last_reads(k);
+    for (size_t i = 0; i < count; ++i) {
+      ir::Node& n = *k.nodes[i].node;
+      if (n.computed())
+        keep[i] = true;
+      else
+        launch_per_op(n, launches[i]);
+      for (size_t j : frees[i])
+        if (!keep[j]) k.nodes[j].node->result.reset();
+    }
+    uploads_.clear();
+    stats_add(&Stats::kernels_unfused, 1);
+    unfused_ = true;
+    return true;
+  }
+
+  void launch_per_op(ir::Node& n, const PerOpLaunch& l) {
+    CUdeviceptr in[3] = {0, 0, 0};
+    for (size_t j = 0; j < l.inputs.size(); ++j) in[j] = device_pointer(*on_device(*l.inputs[j]));
+    n.result = device_buffer(d_, bytes_of(n));
+    CUdeviceptr out = device_pointer(*n.result);
+    if (l.work == 0) return;
+    LaunchDims dims;
+    const int64_t most = int64_t(d_.sm_count) * 32;
+    std::vector<void*> params;
+    if (l.reduce) {
+      dims.block = 32;  // a power of two (the fold's tree), a warp at least
+      while (int64_t(dims.block) < l.reduce_args.inner && dims.block < uint32_t(kBlockThreads)) dims.block *= 2;
+      dims.grid = uint32_t(std::min(l.work, most));
+      params = {const_cast<PerOpReduceArgs*>(&l.reduce_args), &in[0], &out};
+    } else {
+      dims.grid = uint32_t(std::min((l.work + kBlockThreads - 1) / kBlockThreads, most));
+      params = {const_cast<PerOpArgs*>(&l.args), &in[0], &in[1], &in[2], &out};
+    }
+    launch(per_op_function(l), dims, params);
+  }
+
+  // A per-op kernel's function: from the library built with kiln where one is there for the
+  // device's architecture, else from its op's module (compiled by NVRTC at its first use, kept in
+  // the kernel cache; on the fake device, its source).
+  driver::CUfunction per_op_function(const PerOpLaunch& l) {
+    std::lock_guard<std::mutex> lock(d_.mutex);
+    if (auto it = d_.per_op_functions.find(l.function); it != d_.per_op_functions.end()) return it->second;
+    if (!d_.per_op_library_tried && !driver::fake_device()) {
+      d_.per_op_library_tried = true;
+      const std::string path = per_op_library_path(d_.arch);
+      std::ifstream file(path, std::ios::binary);
+      if (!path.empty() && file) {
+        const std::string image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        if (driver::api().cuModuleLoadData(&d_.per_op_library, image.data()) != driver::CUDA_SUCCESS) {
+          log().warn("cuda: the per-op kernels of {} do not load; compiling them", path);
+          d_.per_op_library = nullptr;
+        }
+      }
+    }
+    driver::CUmodule module = d_.per_op_library;
+    if (!module) {
+      driver::CUmodule& m = d_.per_op_modules[l.module];
+      if (!m) {
+        KernelSource source;
+        source.source = per_op_source(l.module);
+        source.key = "per-op " + l.module + " " + per_op_library_file(0);
+        source.name = "kiln_per_op_" + l.module;
+        std::string image = source.source;
+        if (!driver::fake_device()) image = kernel_cache(d_.arch).get(source)->image;
+        KILN_CU(cuModuleLoadData, &m, image.c_str());
+      }
+      module = m;
+    }
+    driver::CUfunction f;
+    KILN_CU(cuModuleGetFunction, &f, module, l.function.c_str());
+    return d_.per_op_functions[l.function] = f;
   }
 
   // A node's value as a kernel argument: its device memory, uploaded first where the host holds it.
@@ -356,6 +494,7 @@ class Launcher {
   }
 
   DeviceState& d_;
+  bool unfused_ = false;  // a kernel of the flush ran on the per-op kernels
   std::vector<Arg> args_;
   std::unordered_map<const ir::Node*, BufferPtr> uploads_;  // this kernel's uploaded reads
 };
@@ -403,6 +542,8 @@ BufferPtr device_copy(const BufferPtr& buffer) {
     KILN_CU(cuMemcpyDtoDAsync, device_pointer(*copy), device_pointer(*buffer), buffer->bytes(), d.stream);
   return copy;
 }
+
+void wait_for_background_compiles() { compile_queue().wait(); }
 
 void wait_for(const Buffer& buffer) {
   if (buffer.cuda_device() < 0) return;

@@ -5,9 +5,11 @@
 // memory from the device's caching allocator (Buffer::cuda_device says so); a read of host memory
 // (a constant table or a tensor made on the CPU and moved) is uploaded through pinned staging,
 // and a kernel output that a host tensor holds (`.cpu()`) is copied back, the host waiting only
-// then. Kernels the generator has no CUDA source for (scatter-adds into narrow dtypes), and matmuls on layouts
-// cuBLAS does not take, run on the host: copied there, interpreted, copied back (logged once per op, counted in
-// Stats::cuda_host_fallbacks), so every program still runs.
+// then. A kernel not compiled yet is queued to compile in the background and run node by node
+// on the per-op kernels meanwhile (per_op.h; KILN_COMPILE=wait waits for it). Kernels the
+// generator has no CUDA source for (scatter-adds into narrow dtypes), and matmuls on layouts
+// cuBLAS does not take, run on the host: copied there, interpreted, copied back (logged once per
+// op, counted in Stats::cuda_host_fallbacks), so every program still runs.
 #pragma once
 #include "codegen/backend.h"
 #include "runtime/cuda/driver.h"
@@ -29,6 +31,9 @@ cuda_driver::CUstream stream(int device);
 BufferPtr to_host(const BufferPtr& buffer, size_t offset, size_t bytes);
 // A copy of device memory `buffer` in new memory of the same device, queued on its stream.
 BufferPtr device_copy(const BufferPtr& buffer);
+// Returns when the kernels compiling in the background (KILN_COMPILE=background: compile_queue.h)
+// are built and loaded, so that the next flush launches them fused.
+void wait_for_background_compiles();
 // Waits until the device's stream has done the work queued before (nothing for host memory):
 // memory handed to code outside kiln (data_ptr) holds its value then.
 void wait_for(const Buffer& buffer);

@@ -80,12 +80,15 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
     if (width > 1 && !l.empty()) initial[size_t(b * width + 1)] = 0;
   }
   const ScalarType dtype = lp.dtype();
+  // The tables made here on the host go to the device of log_probs, as each op needs its operands.
+  const Device device = lp.device();
+  auto on_device = [&device](const Tensor& host) { return host.to(device); };
   // emission[t, b, s] = lp[t, b, extended[b, s]]
-  const Tensor index = tensor(extended).view({1, batch, width}).expand({steps, batch, width});
+  const Tensor index = on_device(tensor(extended)).view({1, batch, width}).expand({steps, batch, width});
   const Tensor emission = lp.gather(2, index);
-  const Tensor can_skip = tensor(std::vector<double>(skip.begin(), skip.end())).view({batch, width}) > 0.5;
+  const Tensor can_skip = on_device(tensor(std::vector<double>(skip.begin(), skip.end()))).view({batch, width}) > 0.5;
   const Tensor unreachable = full({batch, 1}, kUnreachable, lp.options().dtype(dtype));
-  Tensor alpha = tensor(initial, dtype).view({batch, width}) + emission[0];
+  Tensor alpha = on_device(tensor(initial, dtype)).view({batch, width}) + emission[0];
   for (int64_t t = 1; t < steps; ++t) {
     const Tensor from_previous = cat({unreachable, alpha.narrow(1, 0, width - 1)}, 1);
     Tensor from_skip = width > 2 ? cat({unreachable, unreachable, alpha.narrow(1, 0, width - 2)}, 1)
@@ -95,21 +98,22 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
     // Samples whose input has ended keep their last step's alpha.
     std::vector<double> running(static_cast<size_t>(batch));
     for (int64_t b = 0; b < batch; ++b) running[size_t(b)] = t < in_len[b] ? 1.0 : 0.0;
-    alpha = where(tensor(running).view({batch, 1}) > 0.5, next, alpha);
+    alpha = where(on_device(tensor(running)).view({batch, 1}) > 0.5, next, alpha);
   }
   // The sum over the two states an alignment may end in (one when the target is empty).
   std::vector<double> second_end(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) second_end[size_t(b)] = labels[size_t(b)].empty() ? 0.0 : 1.0;
-  Tensor finals = alpha.gather(1, tensor(ends).view({batch, 2}));
-  finals = where(tensor(second_end).view({batch, 1}) > 0.5 || arange(2).view({1, 2}) == 0, finals, kUnreachable);
+  Tensor finals = alpha.gather(1, on_device(tensor(ends)).view({batch, 2}));
+  finals = where(on_device(tensor(second_end)).view({batch, 1}) > 0.5 || on_device(arange(2)).view({1, 2}) == 0, finals,
+                 kUnreachable);
   Tensor loss = -finals.logsumexp({1});
   std::vector<double> no_input(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) no_input[size_t(b)] = in_len[b] == 0 ? 1.0 : 0.0;
-  const Tensor infinite = (loss > -kUnreachable / 2) | (tensor(no_input) > 0.5);
+  const Tensor infinite = (loss > -kUnreachable / 2) | (on_device(tensor(no_input)) > 0.5);
   loss = where(infinite, options.zero_infinity() ? 0.0 : INFINITY, loss);
   const std::string& r = options.reduction().name();
   if (r == "mean") {
-    const Tensor divisor = tensor(tgt_len).to(dtype).clamp_min(1);
+    const Tensor divisor = on_device(tensor(tgt_len)).to(dtype).clamp_min(1);
     return (loss / divisor).mean();
   }
   if (r == "none" && !batched) return loss.reshape({});

@@ -132,9 +132,11 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
     }
   }
   const int64_t d = weight.size(1), lmax = int64_t(longest);
+  // The tables made here on the host go to the weight's device, as each op needs its operands.
+  auto on_device = [device = weight.device()](const Tensor& host) { return host.to(device); };
   const double fill = mode == "max" ? -std::numeric_limits<double>::infinity() : 0.0;
   const Tensor extended = cat({weight, full({1, d}, fill, weight.options())}, 0);
-  Tensor gathered = extended.index_select(0, tensor(row_table)).view({bags, lmax, d});
+  Tensor gathered = extended.index_select(0, on_device(tensor(row_table))).view({bags, lmax, d});
   if (options.scale_grad_by_freq() && weight.requires_grad() && autograd::GradMode::is_enabled()) {
     // Each entry's gradient divided by how often its row occurs in the input (the value unchanged:
     // x + (x - x) * s is x exactly).
@@ -145,13 +147,13 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
       scale[k] = row < size_t(rows) ? 1.0 / (frequency[row] - 1.0) : 1.0;
     }
     const Tensor fixed = gathered.detach();
-    gathered = fixed + (gathered - fixed) * tensor(scale, weight.dtype()).view({bags, lmax, 1});
+    gathered = fixed + (gathered - fixed) * on_device(tensor(scale, weight.dtype())).view({bags, lmax, 1});
   }
   if (psw.defined()) {
     const Tensor w = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, weight.options())}, 0);
-    gathered = gathered * w.index_select(0, tensor(entry_table)).view({bags, lmax, 1});
+    gathered = gathered * w.index_select(0, on_device(tensor(entry_table))).view({bags, lmax, 1});
   }
-  const Tensor count = tensor(counts, weight.dtype()).view({bags, 1});
+  const Tensor count = on_device(tensor(counts, weight.dtype())).view({bags, 1});
   if (mode == "sum") return gathered.sum({1});
   if (mode == "mean") return gathered.sum({1}) / count.clamp_min(1);
   return where(count > 0, gathered.amax({1}), 0.0);
