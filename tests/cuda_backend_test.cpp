@@ -18,6 +18,7 @@
 #include "codegen/cuda/launcher.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/cuda/per_op.h"
+#include "codegen/flush.h"
 #include "cuda_fake_driver.h"
 #include "flush_capture.h"
 #include "random_program.h"
@@ -25,6 +26,7 @@
 #include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/stats.h"
+#include "tracer/flush_hook.h"
 #include "tracer/storage.h"
 
 namespace {
@@ -408,6 +410,70 @@ TEST_F(CompilingInTheBackground, PerOpLaunchesTakeLittleHostTime) {
   EXPECT_TRUE(torch::allclose(out, chain(x, 60), 1e-6, 1e-6));
 }
 
+// Time spent in flushes (the plan, its partition and the launches), where timed_flush is the hook.
+double g_flush_us = 0;
+void timed_flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* recorded) {
+  const auto start = std::chrono::steady_clock::now();
+  codegen::flush(std::move(roots), recorded);
+  g_flush_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The host's time per launched kernel in a training loop's steady state (every kernel loaded,
+// each step's segments found in the partition cache), with the fake driver running no kernels:
+// the step's wall time (tracing, the flush, the launches' arguments and the driver calls) per
+// launch, less the fake driver's copies; the fastest of 10 rounds (the machine may be loaded).
+// KILN_HOST_TIME_STEPS sets the steps of a round.
+TEST_F(FakeCudaBackend, FusedLaunchesTakeLittleHostTime) {
+  const torch::Device cuda("cuda:0");
+  torch::manual_seed(21);
+  torch::nn::Sequential model(torch::nn::Linear(16, 32), torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
+                              torch::nn::GELU(), torch::nn::Linear(32, 8));
+  model->to(cuda);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
+  const auto x = torch::randn({4, 16}).to(cuda), target = torch::randn({4, 8}).to(cuda);
+  auto step = [&] {
+    optimizer.zero_grad();
+    auto loss = torch::mse_loss(model->forward(x), target);
+    loss.backward();
+    optimizer.step();
+    tracer::flush();
+    return loss;
+  };
+  const float first = step().item<float>();
+  for (int i = 0; i < 3; ++i) step();  // every kernel loaded, every segment's partition cached
+  EXPECT_LT(step().item<float>(), first);
+  const char* steps_env = std::getenv("KILN_HOST_TIME_STEPS");
+  const int steps = steps_env ? std::atoi(steps_env) : 40;
+  const kiln_test::FakeCudaCounts before = kiln_test::fake_cuda_counts();
+  const Stats stats_before = stats();
+  kiln_test::fake_cuda_skip_kernels(true);
+  tracer::set_flush_hook(&timed_flush);
+  double best = 1e30, best_flush = 0;
+  int launches = 0;
+  for (int round = 0; round < 10; ++round) {
+    const kiln_test::FakeCudaCounts round_before = kiln_test::fake_cuda_counts();
+    g_flush_us = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) step();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    const kiln_test::FakeCudaCounts after = kiln_test::fake_cuda_counts();
+    launches = after.launches - round_before.launches + after.gemms - round_before.gemms;
+    const double device_us = double(after.device_ns - round_before.device_ns) / 1000;
+    if (us - device_us < best) best = us - device_us, best_flush = g_flush_us - device_us;
+  }
+  codegen::install_flush_driver();
+  kiln_test::fake_cuda_skip_kernels(false);
+  EXPECT_EQ(kiln_test::fake_cuda_counts().modules, before.modules) << "a kernel was loaded in the steady state";
+  EXPECT_EQ(stats().flushes_unfused, stats_before.flushes_unfused);
+  ASSERT_GT(launches, 10 * steps);
+  std::printf(
+      "[host time] %d launches a step, %.1f flushes: %.2f us of host time each (%.2f us of it in the "
+      "flush: plan, partition, launches; the fake driver's copies subtracted)\n",
+      launches / steps, double(stats().flushes - stats_before.flushes) / (10 * steps), best / launches,
+      best_flush / launches);
+  EXPECT_LT(best / launches, 500.0);
+}
+
 TEST_F(CompilingInTheBackground, RandomProgramsMatchTheInterpreter) {
   const int64_t unfused = stats().kernels_unfused;
   EXPECT_EQ(differential(8, 4, 9300), 0);
@@ -533,7 +599,9 @@ TEST(CudaGpu, PerOpKernelsMatchTheFusedOnesAndServeTheFirstStep) {
   const cuda_driver::DeviceProperties device = cuda_driver::device_properties(0);
   const bool empty = codegen::cuda::kernel_cache(device.major * 10 + device.minor).counts().loaded == 0;
   std::printf("[cuda] the kernel cache was %s\n", empty ? "empty (nothing loaded from disk)" : "warm");
-  if (config().compile_in_background && empty) EXPECT_GT(unfused, 0) << "a cold first step ran no per-op kernels";
+  if (config().compile_in_background && empty) {
+    EXPECT_GT(unfused, 0) << "a cold first step ran no per-op kernels";
+  }
   // The same values per-op and fused on the device (the dtype classes, as on the fake device).
   config().compile_in_background = true;
   const auto a = torch::randn({64, 33}).to(cuda) * 10, b = torch::randn({33}).to(cuda) * 10 + 0.5;

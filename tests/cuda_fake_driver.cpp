@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -119,10 +120,18 @@ DeviceArena& arena() {
   return *a;
 }
 
-// Device memory is the host's while one of these lives.
+std::atomic<long long> g_device_ns{0};  // FakeCudaCounts::device_ns
+std::atomic<bool> g_skip_kernels{false};
+
+// Device memory is the host's while one of these lives; the time it lives is the device's.
 struct DeviceAccess {
-  DeviceAccess() { arena().open(); }
-  ~DeviceAccess() { arena().close(); }
+  DeviceAccess() : start(std::chrono::steady_clock::now()) { arena().open(); }
+  ~DeviceAccess() {
+    arena().close();
+    g_device_ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::chrono::steady_clock::time_point start;
   DeviceAccess(const DeviceAccess&) = delete;
   DeviceAccess& operator=(const DeviceAccess&) = delete;
 };
@@ -224,8 +233,9 @@ CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, u
   const auto* f = reinterpret_cast<const Function*>(function);
   const Module& m = *f->module;
   std::lock_guard<std::mutex> lock(g_mutex);
-  DeviceAccess access;
   ++g_counts.launches;
+  if (g_skip_kernels) return CUDA_SUCCESS;
+  DeviceAccess access;
   const unsigned blocks = m.barriers ? std::min(grid_x, 4u) : grid_x;
   const unsigned threads = m.barriers ? std::min(block_x, 64u) : block_x;
   m.grid(blocks, threads);
@@ -330,6 +340,7 @@ kiln::codegen::cuda::cublasStatus gemm(kiln::codegen::cuda::cublasHandle, int ta
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_counts.gemms;
   }
+  if (g_skip_kernels) return 0;
   DeviceAccess access;
   for (int p = 0; p < batch; ++p)
     for (int j = 0; j < n; ++j)
@@ -370,6 +381,8 @@ void use_fake_cuda(bool on) {
   driver::use_fake_device(on, on ? &fake_driver : nullptr);
 }
 
+void fake_cuda_skip_kernels(bool on) { g_skip_kernels = on; }
+
 bool fake_cuda_device_memory(const void* p) { return arena().owns(p); }
 
 void fake_cuda_copy_to_device(void* device, const void* host, size_t bytes) {
@@ -379,7 +392,9 @@ void fake_cuda_copy_to_device(void* device, const void* host, size_t bytes) {
 
 FakeCudaCounts fake_cuda_counts() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  return g_counts;
+  FakeCudaCounts counts = g_counts;
+  counts.device_ns = g_device_ns.load();
+  return counts;
 }
 
 }  // namespace kiln_test

@@ -20,8 +20,16 @@ struct FakeCudaCounts {
   int modules = 0;   // cuModuleLoadData calls
   int launches = 0;  // cuLaunchKernel calls
   int gemms = 0;     // cuBLAS calls
+  // Nanoseconds spent inside the fake driver's calls that reach device memory (launches running
+  // the emulated kernels, GEMMs, copies, memsets): what a measurement of the host's own time per
+  // launch subtracts, since a GPU's driver queues that work instead of doing it.
+  long long device_ns = 0;
 };
 FakeCudaCounts fake_cuda_counts();
+
+// While on, launches and GEMMs are checked and counted but not run (device memory keeps its old
+// values): for measuring the host's side of launching alone.
+void fake_cuda_skip_kernels(bool on);
 
 // Whether `p` is the fake device's memory (a live block of it).
 bool fake_cuda_device_memory(const void* p);

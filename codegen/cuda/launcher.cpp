@@ -43,7 +43,10 @@ struct DeviceState {
   CUdeviceptr block_count = 0;  // SplitWhole kernels' counter: zero, and left zero by each
   cublasHandle blas = nullptr;
   std::mutex mutex;                                    // modules and the per-op kernels
-  std::unordered_map<std::string, Functions> modules;  // cuda_key -> its loaded functions
+  // The loaded functions by the kernel's structural key (Partition::keys, library_key for a
+  // library kernel), one map per index width: the partition cache has the key already, so a launch
+  // neither rebuilds it nor appends cuda_key's suffix.
+  std::unordered_map<std::string, Functions> modules[2];  // [index32]
   // The per-op kernels (per_op.h): the prebuilt library's module once looked for, else a module
   // per op; their functions by name.
   bool per_op_library_tried = false;
@@ -146,18 +149,22 @@ class Launcher {
   void run(const fusion::Partition& partition) {
     driver::set_device(d_.index);
     for (size_t i = 0; i < partition.kernels.size(); ++i) {
-      run(partition.kernels[i]);
+      run(partition.kernels[i], partition.keys[i]);
       for (ir::Node* done : partition.release[i]) done->result.reset();
     }
     if (unfused_) stats_add(&Stats::flushes_unfused, 1);
     // Values that host tensors hold (`.cpu()`, and host ops the segment ran here) go back.
     bool copied = false;
-    for (const Kernel& k : partition.kernels)
-      for (ir::Node* n : outputs(k))
-        if (n->cuda_device < 0 && n->computed() && n->result->cuda_device() >= 0) {
-          n->result = download(d_, *n->result);
-          copied = true;
-        }
+    auto copy_back = [&](ir::Node* n) {
+      if (n->cuda_device < 0 && n->computed() && n->result->cuda_device() >= 0) {
+        n->result = download(d_, *n->result);
+        copied = true;
+      }
+    };
+    for (const Kernel& k : partition.kernels) {
+      if (k.kind == Kernel::Kind::Library) copy_back(k.library_node);
+      for (int o : k.outputs) copy_back(k.nodes[size_t(o)].node);
+    }
     if (copied) KILN_CU(cuStreamSynchronize, d_.stream);
   }
 
@@ -169,7 +176,8 @@ class Launcher {
     return out;
   }
 
-  void run(const Kernel& k) {
+  // `key`: the kernel's structural key (Partition::keys; empty for a library kernel).
+  void run(const Kernel& k, const std::string& key) {
     if (!has_cuda_source(k)) {
       if (k.kind == Kernel::Kind::Library && k.library_node->op == ir::Op::Matmul && gemm(*k.library_node)) return;
       return run_on_host(k);
@@ -177,11 +185,13 @@ class Launcher {
     // Eager mode runs the per-op kernels, as on the CPU, compiling nothing it need not.
     if (!is_lazy() && k.kind != Kernel::Kind::Library && run_per_op(k)) return;
     const bool index32 = fits_int32_indices(k);
-    const Functions* ready = functions(k, index32);
+    std::string library;
+    const std::string& structure = k.kind == Kernel::Kind::Library ? (library = library_key(*k.library_node)) : key;
+    const Functions* ready = functions(k, structure, index32);
     if (!ready) {  // compiling in the background
       if (k.kind == Kernel::Kind::Library) return run_on_host(k);
       if (run_per_op(k)) return;
-      ready = functions(k, index32, true);
+      ready = functions(k, structure, index32, true);
     }
     const Functions& f = *ready;
     const LaunchDims dims = launch_dims(k, d_.sm_count);
@@ -227,10 +237,10 @@ class Launcher {
         push_pointer(d_.block_count);
       }
     }
-    std::vector<void*> params(args_.size());
-    for (size_t i = 0; i < args_.size(); ++i) params[i] = &args_[i];
-    if (f.init) launch(f.init, dims, params);
-    launch(f.main, dims, params);
+    params_.resize(args_.size());
+    for (size_t i = 0; i < args_.size(); ++i) params_[i] = &args_[i];
+    if (f.init) launch(f.init, dims, params_);
+    launch(f.main, dims, params_);
     uploads_.clear();  // queued before any later reuse of their blocks, on the same stream
   }
 
@@ -243,15 +253,17 @@ class Launcher {
   // the kernel cache; on the fake device, the CUDA source itself (its driver compiles that). Where
   // it would have to be compiled and compiles_in_background(), its build is queued and null
   // returned, unless `wait`.
-  const Functions* functions(const Kernel& k, bool index32, bool wait = false) {
-    const std::string key = cuda_key(k, index32);
+  // `structure`: the kernel's structural key (DeviceState::modules).
+  const Functions* functions(const Kernel& k, const std::string& structure, bool index32, bool wait = false) {
+    auto& modules = d_.modules[index32];
     {
       std::lock_guard<std::mutex> lock(d_.mutex);
-      if (auto it = d_.modules.find(key); it != d_.modules.end()) {
+      if (auto it = modules.find(structure); it != modules.end()) {
         stats_add(&Stats::kernel_cache_hits, 1);
         return &it->second;
       }
     }
+    const std::string key = cuda_key(k, index32);
     const bool background = !wait && compiles_in_background();
     if (background && compile_queue().queued(key)) return nullptr;  // still compiling
     KernelSource source = kernel_source(k, index32);
@@ -260,11 +272,11 @@ class Launcher {
       if (!driver::fake_device()) f = compiled_functions(d_, source, false);  // from disk: no compile
       if (!f) {
         DeviceState* d = &d_;
-        compile_queue().submit(key, [d, source = std::move(source)] {
+        compile_queue().submit(key, [d, structure, index32, source = std::move(source)] {
           driver::set_device(d->index);
           const Functions built = *compiled_functions(*d, source, true);
           std::lock_guard<std::mutex> lock(d->mutex);
-          d->modules.emplace(source.key, built);
+          d->modules[index32].emplace(structure, built);
         });
         return nullptr;
       }
@@ -272,7 +284,7 @@ class Launcher {
       f = compiled_functions(d_, source, true);
     }
     std::lock_guard<std::mutex> lock(d_.mutex);
-    return &d_.modules.emplace(key, *f).first->second;
+    return &modules.emplace(structure, *f).first->second;
   }
 
   // Runs fused kernel `k` node by node on the per-op kernels while it compiles; false (nothing
@@ -496,6 +508,7 @@ class Launcher {
   DeviceState& d_;
   bool unfused_ = false;  // a kernel of the flush ran on the per-op kernels
   std::vector<Arg> args_;
+  std::vector<void*> params_;                               // pointers to args_, as cuLaunchKernel takes them
   std::unordered_map<const ir::Node*, BufferPtr> uploads_;  // this kernel's uploaded reads
 };
 

@@ -310,7 +310,6 @@ class ReductionEmitter {
 }  // namespace
 
 // library.cpp
-std::string library_key(const ir::Node& n);
 std::string library_source(const ir::Node& n, const std::string& name);
 bool library_has_init(const ir::Node& n);
 int64_t library_work(const Kernel& k);

@@ -64,6 +64,8 @@ bool library_workspace(const ir::Node& n);
 // with room for a grid-stride loop's last step.
 bool fits_int32_indices(const fusion::Kernel& k);
 std::string cuda_key(const fusion::Kernel& k, bool index32);
+// A library kernel's structural key (cuda_key's part before the index width).
+std::string library_key(const ir::Node& n);
 Layout layout_of(const fusion::Kernel& k);
 
 // The kernel's CUDA C: the prelude (ops.h) then the __global__ function (after the line
