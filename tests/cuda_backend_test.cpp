@@ -485,11 +485,12 @@ void host_time_per_launch(double limit_us) {
   EXPECT_EQ(stats().flushes_unfused, before.flushes_unfused);
   ASSERT_GT(launches, 10 * steps);
   std::printf(
-      "[host time] %lld launches a step, %.1f flushes: %.2f us of host time each: %.2f us tracing, %.2f us "
-      "planning, %.2f us in the CUDA launcher (%s)\n",
-      (long long)(launches / steps), double(stats().flushes - before.flushes) / (10 * steps), best / launches,
-      (best - best_flush) / launches, (best_flush - best_launcher) / launches, best_launcher / launches,
-      fake ? "the fake driver's copies subtracted" : "on the GPU");
+      "[host time] %lld launches a step, %.1f flushes, %.1f ops traced a launch: %.2f us of host time each: "
+      "%.2f us tracing, %.2f us planning, %.2f us in the CUDA launcher (%s)\n",
+      (long long)(launches / steps), double(stats().flushes - before.flushes) / (10 * steps),
+      double(stats().ops_traced - before.ops_traced) / double(stats().kernel_launches - before.kernel_launches),
+      best / launches, (best - best_flush) / launches, (best_flush - best_launcher) / launches,
+      best_launcher / launches, fake ? "the fake driver's copies subtracted" : "on the GPU");
   EXPECT_LT(best / launches, limit_us);
 }
 
