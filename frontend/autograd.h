@@ -60,10 +60,10 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual void release_variables() {}
 
   // Inline for the usual counts (up to three inputs, one output): a node allocates none of them.
-  SmallVector<Edge, 3> next_edges;
-  SmallVector<Shape, 1> output_shapes;  // to make zero gradients for unused outputs
-  SmallVector<ScalarType, 1> output_dtypes;
-  SmallVector<Device, 1> output_devices;  // where those zero gradients are made
+  detail::SmallVector<Edge, 3> next_edges;
+  detail::SmallVector<Shape, 1> output_shapes;  // to make zero gradients for unused outputs
+  detail::SmallVector<ScalarType, 1> output_dtypes;
+  detail::SmallVector<Device, 1> output_devices;  // where those zero gradients are made
   uint64_t sequence_nr = 0;            // creation order: later nodes run first among ready
   uint64_t eager_group = 0;            // the tracer::EagerGroup it was made in (0: none): eager mode runs
                                        // the backward of a group's nodes as one group too

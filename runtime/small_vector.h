@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace kiln {
+namespace kiln::detail {
 
 template <class T, size_t N>
 class SmallVector {
@@ -136,4 +136,4 @@ class SmallVector {
   alignas(T) unsigned char inline_[N * sizeof(T)];
 };
 
-}  // namespace kiln
+}  // namespace kiln::detail
