@@ -313,7 +313,7 @@ void write_view_typed(Node& n) {
   const T* b = static_cast<const T*>(base.node->result->data());
   const T* v = static_cast<const T*>(value.node->result->data());
   if (base.view.sizes.size() == 1 && base.view.strides[0] == 1) {
-    parallel_slices(n.numel(), n.numel(), kInterpreterGrain, [&](int64_t lo, int64_t hi) {
+    parallel_for_ranges(n.numel(), kInterpreterGrain, [&](int64_t lo, int64_t hi) {
       std::memcpy(out + lo, b + base.view.offset + lo, (hi - lo) * sizeof(T));
     });
   } else {
@@ -354,11 +354,12 @@ void write_view_typed(Node& n) {
     return out;
   };
   const Shape ts = first(t.strides), vs = first(value.view.strides);
-  parallel_slices(t.sizes[d], numel_of(t.sizes), kInterpreterGrain, [&](int64_t lo, int64_t hi) {
-    Shape sizes = first(t.sizes);
-    sizes[0] = hi - lo;
-    write(sizes, ts, t.offset + lo * t.strides[d], vs, value.view.offset + lo * value.view.strides[d]);
-  });
+  parallel_for_ranges(
+      t.sizes[d], grain_for_work(t.sizes[d], numel_of(t.sizes), kInterpreterGrain), [&](int64_t lo, int64_t hi) {
+        Shape sizes = first(t.sizes);
+        sizes[0] = hi - lo;
+        write(sizes, ts, t.offset + lo * t.strides[d], vs, value.view.offset + lo * value.view.strides[d]);
+      });
 }
 
 void write_view(Node& n) {

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/config.h"
 #include "runtime/parallel.h"
 
 namespace kiln::codegen {
@@ -81,26 +80,13 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* a, int64_t
   const int64_t by_size = std::max<int64_t>(1, 2 * M * N * K / kMinFlopsPerPiece);
   const bool split_rows = M >= N;
   const int64_t extent = split_rows ? M : N;
-  const int pieces = int(std::min<int64_t>({get_num_threads(), by_size, extent / 16}));
-  struct Work {
-    bool ta, tb, split_rows;
-    int64_t M, N, K, lda, ldb, extent;
-    int pieces;
-    const T *a, *b;
-    T* c;
-  } w{ta, tb, split_rows, M, N, K, lda, ldb, extent, pieces, a, b, c};
-  auto piece = [](void* ctx, int i) {
-    const Work& w = *static_cast<const Work*>(ctx);
-    const int64_t lo = w.extent * i / w.pieces, hi = w.extent * (i + 1) / w.pieces;
-    if (w.split_rows)  // rows lo..hi of op(A) and of C
-      blas(w.ta, w.tb, hi - lo, w.N, w.K, w.a + (w.ta ? lo : lo * w.lda), w.lda, w.b, w.ldb, w.c + lo * w.N, w.N);
+  // Pieces of at least 16 rows (columns), at most by_size of them.
+  parallel_for_ranges(extent, std::max<int64_t>(16, (extent + by_size - 1) / by_size), [&](int64_t lo, int64_t hi) {
+    if (split_rows)  // rows lo..hi of op(A) and of C
+      blas(ta, tb, hi - lo, N, K, a + (ta ? lo : lo * lda), lda, b, ldb, c + lo * N, N);
     else  // columns lo..hi of op(B) and of C
-      blas(w.ta, w.tb, w.M, hi - lo, w.K, w.a, w.lda, w.b + (w.tb ? lo * w.ldb : lo), w.ldb, w.c + lo, w.N);
-  };
-  if (pieces <= 1)
-    blas(ta, tb, M, N, K, a, lda, b, ldb, c, N);
-  else
-    parallel_for(pieces, piece, &w);
+      blas(ta, tb, M, hi - lo, K, a, lda, b + (tb ? lo * ldb : lo), ldb, c + lo, N);
+  });
 }
 
 template <typename T>

@@ -1,10 +1,11 @@
 // Kernels of whole libtorch ops, compiled when kiln is built, that eager mode (KILN_LAZY=0) runs
-// in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax,
-// log-softmax and cross-entropy over contiguous rows, GELU, a convolution's im2col and col2im, max pooling, each
-// forward and backward in one pass over a row that stays in cache, saving per-row statistics only (as libtorch's native
-// kernels do); and the optimizers' per-parameter updates as one loop over the parameter and its state. Lazy mode never
-// runs them: it fuses the composites. T is float or double; float rows are computed in float with blocked sums added in
-// double, float64 rows in double. Rows are split across kiln's threads.
+// in place of a composite's unfused kernels (frontend/native_ops.cpp): layer norm, softmax and
+// log-softmax along any dim, cross-entropy over contiguous rows, GELU, a convolution's im2col and
+// col2im, max and average pooling, each forward and backward in one pass over a row that stays in
+// cache, saving per-row statistics only (as libtorch's native kernels do); and the optimizers'
+// per-parameter updates as one loop over the parameter and its state. Lazy mode never runs them:
+// it fuses the composites. T is float or double; float rows are computed in float with blocked
+// sums added in double, float64 rows in double. Rows are split across kiln's threads.
 #pragma once
 #include <cstdint>
 
@@ -31,12 +32,13 @@ template <typename T>
 void batch_norm_backward(const T* dy, const T* x, const T* mean, const T* rstd, const T* w, T* dx, T* dw, T* db,
                          int64_t n, int64_t c, int64_t inner);
 
-// softmax (log: log_softmax) of each row.
+// softmax (log: log_softmax) of x [outer, n, inner] along its middle axis (rows of n where
+// inner is 1).
 template <typename T>
-void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log);
+void softmax_forward(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log);
 // dx from dy and the saved output y: y * (dy - sum(dy * y)), or (log) dy - exp(y) * sum(dy).
 template <typename T>
-void softmax_backward(const T* dy, const T* y, T* dx, int64_t rows, int64_t cols, bool log);
+void softmax_backward(const T* dy, const T* y, T* dx, int64_t outer, int64_t n, int64_t inner, bool log);
 
 // Cross-entropy with class indices: loss[i] = logsumexp(x[i]) - x[i][target[i]], 0 where the
 // target is ignore_index; lse[i] saved (float64). Targets are in range (the caller checked).
@@ -69,6 +71,20 @@ template <typename T>
 void max_pool2d_forward(const T* x, T* y, int32_t* where, const Pool2d& a);
 template <typename T>
 void max_pool2d_backward(const T* dy, const int32_t* where, T* dx, const Pool2d& a);
+
+// Average pooling over `planes` planes of h x w into oh x ow: output (i, j) is the sum of input
+// rows [rows[2i], rows[2i + 1]) and columns [cols[2j], cols[2j + 1]) over divisor[i * ow + j]
+// (avg_pool2d's windows clipped to the input, or adaptive pooling's); and the gradient, each
+// output's spread evenly over its window (dx overwritten).
+struct AvgPool2d {
+  int64_t planes, h, w, oh, ow;
+  const int64_t *rows, *cols;
+  const double* divisor;
+};
+template <typename T>
+void avg_pool2d_forward(const T* x, T* y, const AvgPool2d& a);
+template <typename T>
+void avg_pool2d_backward(const T* dy, T* dx, const AvgPool2d& a);
 
 // GELU (tanh_form: its tanh approximation) of n elements, and its gradient from dy and x.
 template <typename T>

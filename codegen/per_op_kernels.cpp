@@ -181,7 +181,7 @@ void elementwise(Node& n, Loop<T> body) {
   }
   const bool out_direct = stores_as<T>(n.dtype);
   const ScalarType operands = n.inputs[0].node->dtype;
-  parallel_slices(count, count, kGrain, [&](int64_t lo, int64_t hi) {
+  parallel_for_ranges(count, kGrain, [&](int64_t lo, int64_t hi) {
     alignas(64) T tiles[4][kTile];
     for (int64_t start = lo; start < hi; start += kTile) {
       const int64_t len = std::min(kTile, hi - start);
@@ -248,7 +248,7 @@ void reduce(Node& n, T identity) {
   if (split < 0 || work == 0) {
     if (work > 0) fold_box(sizes, in.view.offset, 0);
   } else {
-    parallel_slices(sizes[split], work, kGrain, [&](int64_t lo, int64_t hi) {
+    parallel_for_ranges(sizes[split], grain_for_work(sizes[split], work, kGrain), [&](int64_t lo, int64_t hi) {
       Shape box = sizes;
       box[split] = hi - lo;
       if (hi > lo) fold_box(box, in.view.offset + lo * in_strides[split], lo * out_strides[split]);

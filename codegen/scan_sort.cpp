@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/parallel.h"
 
@@ -60,23 +59,11 @@ Rows rows_along(const ir::View& view, const Shape& out_shape, int64_t dim) {
   return r;
 }
 
-// Runs rows(lo, hi) over [0, count) in slices, one per thread of kiln's pool when the rows hold
-// enough work (`work`, in element visits) to pay for waking them.
+// Rows are split across kiln's threads where they hold enough work (`work`, in element visits)
+// to pay for waking them.
 template <typename F>
 void for_row_slices(int64_t count, int64_t work, F&& rows) {
-  const int64_t pieces = std::min<int64_t>(get_num_threads(), count);
-  if (pieces <= 1 || work < (int64_t(1) << 16)) return rows(int64_t(0), count);
-  struct Slices {
-    F* rows;
-    int64_t count, pieces;
-  } slices{&rows, count, pieces};
-  parallel_for(
-      int(pieces),
-      [](void* ctx, int t) {
-        const auto& s = *static_cast<const Slices*>(ctx);
-        (*s.rows)(s.count * t / s.pieces, s.count * (t + 1) / s.pieces);
-      },
-      &slices);
+  parallel_for_ranges(count, grain_for_work(count, work, int64_t(1) << 15), rows);
 }
 
 // Calls f with a value of the C++ type that holds elements of `t` (bool as uint8_t).

@@ -1,5 +1,5 @@
 // Scans and orderings along one dim (tracer/ops.def's Scan and Sort kinds): library routines that
-// walk each row along the dim in its own type, rows split across kiln's pool. Every backend runs
+// walk each row along the dim in its own type, rows split across kiln's threads. Every backend runs
 // them as Library kernels (the Halide backend through run_node); each routine follows libtorch's
 // CPU kernel, so results, NaN placement and the positions picked among ties match it.
 #pragma once

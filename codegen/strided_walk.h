@@ -1,11 +1,9 @@
 // Loops shared by the CPU executors (the interpreter, the per-op kernels): walks over strided
-// layouts, and slices of a loop across kiln's threads.
+// layouts.
 #pragma once
 #include <algorithm>
 #include <vector>
 
-#include "runtime/config.h"
-#include "runtime/parallel.h"
 #include "runtime/shape.h"
 
 namespace kiln::codegen {
@@ -41,26 +39,6 @@ inline Shape reduced_strides(const Shape& shape, const std::vector<int64_t>& axe
   Shape st = contiguous_strides(out_shape);
   for (auto a : axes) st[a] = 0;
   return st;
-}
-
-// Runs f(begin, end) over slices of [0, count) on kiln's threads, one slice per `grain`
-// elements of `work` (the whole loop's), at most one per thread.
-template <typename F>
-void parallel_slices(int64_t count, int64_t work, int64_t grain, F&& f) {
-  const int threads = int(std::min<int64_t>({int64_t(get_num_threads()), count, work / grain}));
-  if (threads <= 1) return f(int64_t(0), count);
-  struct Slices {
-    F* f;
-    int64_t count;
-    int threads;
-  } slices{&f, count, threads};
-  parallel_for(
-      threads,
-      [](void* ctx, int t) {
-        const auto& s = *static_cast<const Slices*>(ctx);
-        (*s.f)(s.count * t / s.threads, s.count * (t + 1) / s.threads);
-      },
-      &slices);
 }
 
 }  // namespace kiln::codegen

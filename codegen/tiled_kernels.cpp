@@ -4,6 +4,7 @@
 
 #include "codegen/per_op_loops.h"
 #include "codegen/strided_walk.h"
+#include "runtime/parallel.h"
 
 namespace kiln::codegen {
 namespace {
@@ -109,7 +110,7 @@ class TiledKernel {
         s.node->result = make_buffer(s.node->numel() * int64_t(element_size(s.node->dtype)));
         s.out = s.node->result->data();
       }
-    parallel_slices(rows_, rows_ * inner_, kGrain, [&](int64_t lo, int64_t hi) {
+    parallel_for_ranges(rows_, grain_for_work(rows_, rows_ * inner_, kGrain), [&](int64_t lo, int64_t hi) {
       thread_local std::vector<unsigned char> arena;
       if (arena.size() < size_t(arena_bytes_ + 64)) arena.resize(size_t(arena_bytes_ + 64));
       auto* base = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;

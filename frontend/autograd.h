@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontend/tensor.h"
+#include "runtime/small_vector.h"
 
 namespace kiln {
 using tensor_list = std::vector<Tensor>;
@@ -58,10 +59,11 @@ class Node : public std::enable_shared_from_this<Node> {
   // Drops saved tensors after a backward without retain_graph.
   virtual void release_variables() {}
 
-  std::vector<Edge> next_edges;
-  std::vector<Shape> output_shapes;  // to make zero gradients for unused outputs
-  std::vector<ScalarType> output_dtypes;
-  std::vector<Device> output_devices;  // where those zero gradients are made
+  // Inline for the usual counts (up to three inputs, one output): a node allocates none of them.
+  detail::SmallVector<Edge, 3> next_edges;
+  detail::SmallVector<Shape, 1> output_shapes;  // to make zero gradients for unused outputs
+  detail::SmallVector<ScalarType, 1> output_dtypes;
+  detail::SmallVector<Device, 1> output_devices;  // where those zero gradients are made
   uint64_t sequence_nr = 0;            // creation order: later nodes run first among ready
   uint64_t eager_group = 0;            // the tracer::EagerGroup it was made in (0: none): eager mode runs
                                        // the backward of a group's nodes as one group too

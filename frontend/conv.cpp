@@ -203,24 +203,36 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   Pool2d pool = check_pool("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
   KILN_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d: divisor must be not zero");
-  // Each output's divisor, as PyTorch counts it: the window clipped to the padded input, or to
-  // the input itself without count_include_pad.
+  // Each output's window clipped to the input, and its divisor, as PyTorch counts it: that
+  // window, or the window clipped to the padded input with count_include_pad.
   const int64_t h = pool.x.size(2), w = pool.x.size(3);
-  std::vector<double> divisor(pool.oh * pool.ow);
+  detail::native::AvgPoolWindows windows;
+  auto clip = [](int64_t start, int64_t k, int64_t size, int64_t pad, std::vector<int64_t>& out) {
+    const int64_t end = std::min(start + k, size + pad);
+    out.insert(out.end(), {std::max<int64_t>(start, 0), std::min(end, size)});
+    return end - start;  // in the padded input
+  };
+  std::vector<int64_t> padded_rows, padded_cols;
   for (int64_t i = 0; i < pool.oh; ++i)
-    for (int64_t j = 0; j < pool.ow; ++j) {
-      int64_t h0 = i * pool.s.h - pool.p.h, w0 = j * pool.s.w - pool.p.w;
-      int64_t h1 = std::min(h0 + pool.k.h, h + pool.p.h), w1 = std::min(w0 + pool.k.w, w + pool.p.w);
-      const int64_t padded_count = (h1 - h0) * (w1 - w0);
-      h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0);
-      h1 = std::min(h1, h), w1 = std::min(w1, w);
-      divisor[i * pool.ow + j] = divisor_override    ? double(*divisor_override)
-                                 : count_include_pad ? double(padded_count)
-                                                     : double((h1 - h0) * (w1 - w0));
-    }
-  auto [windows, axes] = pool_windows(pool, 0.0);
-  Tensor sums = sum(windows, axes);
-  Tensor out = sums / tensor(divisor, input.dtype()).to(input.device()).view({pool.oh, pool.ow});
+    padded_rows.push_back(clip(i * pool.s.h - pool.p.h, pool.k.h, h, pool.p.h, windows.rows));
+  for (int64_t j = 0; j < pool.ow; ++j)
+    padded_cols.push_back(clip(j * pool.s.w - pool.p.w, pool.k.w, w, pool.p.w, windows.cols));
+  for (int64_t i = 0; i < pool.oh; ++i)
+    for (int64_t j = 0; j < pool.ow; ++j)
+      windows.divisor.push_back(divisor_override    ? double(*divisor_override)
+                                : count_include_pad ? double(padded_rows[i] * padded_cols[j])
+                                                    : double((windows.rows[2 * i + 1] - windows.rows[2 * i]) *
+                                                             (windows.cols[2 * j + 1] - windows.cols[2 * j])));
+  tracer::EagerGroup eager_group;
+  auto composite = [pool, divisor = windows.divisor](const Tensor& x) {
+    Pool2d of_x = pool;
+    of_x.x = x;
+    auto [views, axes] = pool_windows(of_x, 0.0);
+    return sum(views, axes) / tensor(divisor, x.dtype()).to(x.device()).view({pool.oh, pool.ow});
+  };
+  if (auto native = detail::native::avg_pool2d(pool.x, windows, "AvgPool2DBackward0", composite))
+    return unbatch(*native, pool.batched);
+  Tensor out = composite(pool.x);
   return unbatch(detail::named(out, "AvgPool2DBackward0", {input}), pool.batched);
 }
 

@@ -219,87 +219,102 @@ class BatchNormBackward final : public NativeBackward {
 
 // --- softmax ---
 
+// x's sizes as [outer, n, inner] around `dim`.
+struct AlongDim {
+  int64_t outer, n, inner;
+  AlongDim(const Tensor& x, int64_t dim)
+      : outer(numel_of(Shape(x.sizes().begin(), x.sizes().begin() + dim))),
+        n(x.size(dim)),
+        inner(numel_of(Shape(x.sizes().begin() + dim + 1, x.sizes().end()))) {}
+};
+
 class SoftmaxBackward final : public NativeBackward {
  public:
-  explicit SoftmaxBackward(bool log) : NativeBackward(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0"), log_(log) {}
-  static void attach_to(Tensor& out, const Tensor& x, bool log) {
-    auto node = std::make_shared<SoftmaxBackward>(log);
+  SoftmaxBackward(bool log, int64_t dim)
+      : NativeBackward(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0"), log_(log), dim_(dim) {}
+  static void attach_to(Tensor& out, const Tensor& x, bool log, int64_t dim) {
+    auto node = std::make_shared<SoftmaxBackward>(log, dim);
     node->attach(out, {x});
     node->saved_.emplace_back(out, true);
   }
 
   tensor_list apply(tensor_list&& grads) override {
     const Tensor y = saved(0);
-    const int64_t d = y.dim() - 1;
+    const int64_t d = dim_;
     const Tensor& g = grads[0];
     if (autograd::GradMode::is_enabled())  // the formulas differentiate again through y
       return {log_ ? g - exp(y) * g.sum({d}, true) : y * (g - (g * y).sum({d}, true))};
     const Tensor dy = g.to(y.dtype()).contiguous();
-    const int64_t cols = y.size(d), rows = cols == 0 ? 0 : y.numel() / cols;
+    const AlongDim a(y, d);
     return {filled(Shape(y.sizes()), y.dtype(), [&](auto zero, const Out& dx) {
       using T = decltype(zero);
-      nk::softmax_backward<T>(read<T>(dy), read<T>(y), dx.data<T>(), rows, cols, log_);
+      nk::softmax_backward<T>(read<T>(dy), read<T>(y), dx.data<T>(), a.outer, a.n, a.inner, log_);
     })};
   }
 
  private:
   bool log_;
+  int64_t dim_;
+};
+
+// The backward node of a native op of one input x with a composite (recomputed where
+// create_graph asks for a graph): gradient() runs the op's backward kernel on the output's
+// gradient, in x's dtype and contiguous.
+class OneInputBackward : public NativeBackward {
+ public:
+  tensor_list apply(tensor_list&& grads) override {
+    if (autograd::GradMode::is_enabled())
+      return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
+    return {gradient(grads[0].to(output_dtypes[0]).contiguous())};
+  }
+
+ protected:
+  using NativeBackward::NativeBackward;
+  void attach_input(Tensor& out, const Tensor& x, std::function<Tensor(const Tensor&)> composite) {
+    attach(out, {x});
+    saved_.emplace_back(x, false);
+    composite_ = std::move(composite);
+    in_shape_ = Shape(x.sizes());
+  }
+  virtual Tensor gradient(const Tensor& g) = 0;
+
+  Shape in_shape_;
+  std::function<Tensor(const Tensor&)> composite_;
 };
 
 // --- im2col ---
 
-class Im2colBackward final : public NativeBackward {
+class Im2colBackward final : public OneInputBackward {
  public:
-  Im2colBackward() : NativeBackward("Im2ColBackward0") {}
+  Im2colBackward() : OneInputBackward("Im2ColBackward0") {}
   static void attach_to(Tensor& out, const Tensor& x, const nk::Im2col& args,
                         std::function<Tensor(const Tensor&)> composite) {
     auto node = std::make_shared<Im2colBackward>();
-    node->attach(out, {x});
-    node->saved_.emplace_back(x, false);
+    node->attach_input(out, x, std::move(composite));
     node->args_ = args;
-    node->composite_ = std::move(composite);
-  }
-
-  tensor_list apply(tensor_list&& grads) override {
-    if (autograd::GradMode::is_enabled())
-      return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
-    const Tensor g = grads[0].to(dtype_of_x()).contiguous();
-    return {filled(Shape{args_.n, args_.c, args_.h, args_.w}, g.dtype(), [&](auto zero, const Out& dx) {
-      using T = decltype(zero);
-      nk::col2im<T>(read<T>(g), dx.data<T>(), args_);
-    })};
   }
 
  private:
-  ScalarType dtype_of_x() const { return output_dtypes[0]; }
+  Tensor gradient(const Tensor& g) override {
+    return filled(in_shape_, g.dtype(), [&](auto zero, const Out& dx) {
+      using T = decltype(zero);
+      nk::col2im<T>(read<T>(g), dx.data<T>(), args_);
+    });
+  }
   nk::Im2col args_{};
-  std::function<Tensor(const Tensor&)> composite_;
 };
 
 // --- max_pool2d ---
 
-class MaxPoolBackward final : public NativeBackward {
+class MaxPoolBackward final : public OneInputBackward {
  public:
-  MaxPoolBackward() : NativeBackward("MaxPool2DWithIndicesBackward0") {}
+  MaxPoolBackward() : OneInputBackward("MaxPool2DWithIndicesBackward0") {}
   static void attach_to(Tensor& out, const Tensor& x, const nk::Pool2d& args, BufferPtr where,
                         std::function<Tensor(const Tensor&)> composite) {
     auto node = std::make_shared<MaxPoolBackward>();
-    node->attach(out, {x});
-    node->saved_.emplace_back(x, false);
+    node->attach_input(out, x, std::move(composite));
     node->args_ = args;
     node->where_ = std::move(where);
-    node->composite_ = std::move(composite);
-    node->in_shape_ = Shape(x.sizes());
-  }
-
-  tensor_list apply(tensor_list&& grads) override {
-    if (autograd::GradMode::is_enabled())
-      return recompute({saved(0)}, grads[0], [&](const tensor_list& i) { return composite_(i[0]); });
-    const Tensor g = grads[0].to(output_dtypes[0]).contiguous();
-    return {filled(in_shape_, g.dtype(), [&](auto zero, const Out& dx) {
-      using T = decltype(zero);
-      nk::max_pool2d_backward<T>(read<T>(g), where_->as<int32_t>(), dx.data<T>(), args_);
-    })};
   }
 
   void release_variables() override {
@@ -308,10 +323,43 @@ class MaxPoolBackward final : public NativeBackward {
   }
 
  private:
+  Tensor gradient(const Tensor& g) override {
+    return filled(in_shape_, g.dtype(), [&](auto zero, const Out& dx) {
+      using T = decltype(zero);
+      nk::max_pool2d_backward<T>(read<T>(g), where_->as<int32_t>(), dx.data<T>(), args_);
+    });
+  }
   nk::Pool2d args_{};
   BufferPtr where_;
-  Shape in_shape_;
-  std::function<Tensor(const Tensor&)> composite_;
+};
+
+// --- avg_pool2d and adaptive_avg_pool2d ---
+
+class AvgPoolBackward final : public OneInputBackward {
+ public:
+  explicit AvgPoolBackward(const char* name) : OneInputBackward(name) {}
+  static void attach_to(Tensor& out, const Tensor& x, const char* name, AvgPoolWindows windows,
+                        std::function<Tensor(const Tensor&)> composite) {
+    auto node = std::make_shared<AvgPoolBackward>(name);
+    node->attach_input(out, x, std::move(composite));
+    node->windows_ = std::move(windows);
+  }
+
+  // The kernels' view of `w` over x of `sizes` [N, C, H, W].
+  static nk::AvgPool2d kernel_args(const AvgPoolWindows& w, const Shape& sizes) {
+    return {sizes[0] * sizes[1],        sizes[2],      sizes[3],      int64_t(w.rows.size() / 2),
+            int64_t(w.cols.size() / 2), w.rows.data(), w.cols.data(), w.divisor.data()};
+  }
+
+ private:
+  Tensor gradient(const Tensor& g) override {
+    const nk::AvgPool2d args = kernel_args(windows_, in_shape_);
+    return filled(in_shape_, g.dtype(), [&](auto zero, const Out& dx) {
+      using T = decltype(zero);
+      nk::avg_pool2d_backward<T>(read<T>(g), dx.data<T>(), args);
+    });
+  }
+  AvgPoolWindows windows_;
 };
 
 // --- gelu ---
@@ -461,15 +509,14 @@ std::optional<Tensor> batch_norm(const Tensor& input, const Tensor& w, const Ten
 }
 
 std::optional<Tensor> softmax(const Tensor& input, int64_t dim, bool log) {
-  if (!enabled() || !float_on_host(input) || input.dim() == 0 || dim != input.dim() - 1 || input.numel() == 0)
-    return std::nullopt;
+  if (!enabled() || !float_on_host(input) || input.dim() == 0 || input.numel() == 0) return std::nullopt;
   const Tensor x = input.contiguous();
-  const int64_t cols = x.size(dim), rows = x.numel() / cols;
+  const AlongDim a(x, dim);
   Tensor out = filled(Shape(x.sizes()), x.dtype(), [&](auto zero, const Out& y) {
     using T = decltype(zero);
-    nk::softmax_forward<T>(read<T>(x), y.data<T>(), rows, cols, log);
+    nk::softmax_forward<T>(read<T>(x), y.data<T>(), a.outer, a.n, a.inner, log);
   });
-  if (wants_grad({x})) SoftmaxBackward::attach_to(out, x, log);
+  if (wants_grad({x})) SoftmaxBackward::attach_to(out, x, log, dim);
   return out;
 }
 
@@ -499,6 +546,19 @@ std::optional<Tensor> max_pool2d(const Tensor& input, const nk::Pool2d& args,
   count_kernel();
   Tensor out = y.tensor();
   if (wants_grad({x})) MaxPoolBackward::attach_to(out, x, args, std::move(where), std::move(composite));
+  return out;
+}
+
+std::optional<Tensor> avg_pool2d(const Tensor& input, AvgPoolWindows windows, const char* name,
+                                 std::function<Tensor(const Tensor&)> composite) {
+  if (!enabled() || !float_on_host(input) || input.numel() == 0) return std::nullopt;
+  const Tensor x = input.contiguous();
+  const nk::AvgPool2d args = AvgPoolBackward::kernel_args(windows, Shape(x.sizes()));
+  Tensor out = filled(Shape{x.size(0), x.size(1), args.oh, args.ow}, x.dtype(), [&](auto zero, const Out& y) {
+    using T = decltype(zero);
+    nk::avg_pool2d_forward<T>(read<T>(x), y.data<T>(), args);
+  });
+  if (wants_grad({x})) AvgPoolBackward::attach_to(out, x, name, std::move(windows), std::move(composite));
   return out;
 }
 

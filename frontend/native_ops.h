@@ -3,8 +3,8 @@
 // float32 and float64 host tensors run as libtorch runs them: one precompiled kernel per op
 // forward and one backward, saving per-row statistics instead of the composite's intermediates.
 // Lazy mode never calls them (it fuses the composites). Each function returns nothing (or false)
-// where its case is not one the kernels take (another dtype or device, weights, label smoothing,
-// a softmax along another dim than the last), and the caller runs its composite.
+// where its case is not one the kernels take (another dtype or device, weights, label smoothing),
+// and the caller runs its composite.
 //
 // Gradients: a backward without create_graph runs the backward kernel; with create_graph it is
 // recomputed from the composite (so second derivatives are the composite's).
@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/native_kernels.h"
 #include "frontend/tensor.h"
@@ -38,6 +39,15 @@ std::optional<Tensor> batch_norm(const Tensor& x, const Tensor& weight, const Te
                                  const Tensor& running_var, double momentum, double eps, BatchNormComposite composite);
 // max_pool2d of x [N, C, H, W] (args.planes = N * C); `composite` as for im2col.
 std::optional<Tensor> max_pool2d(const Tensor& x, const codegen::native::Pool2d& args,
+                                 std::function<Tensor(const Tensor&)> composite);
+// Average pooling of x [N, C, H, W] over `windows` (codegen::native::AvgPool2d's: output row i
+// averages input rows [rows[2i], rows[2i + 1]), column j columns [cols[2j], cols[2j + 1]), over
+// divisor[i * OW + j]); `name` is the backward node's; `composite` as for im2col.
+struct AvgPoolWindows {
+  std::vector<int64_t> rows, cols;
+  std::vector<double> divisor;
+};
+std::optional<Tensor> avg_pool2d(const Tensor& x, AvgPoolWindows windows, const char* name,
                                  std::function<Tensor(const Tensor&)> composite);
 // gelu (tanh_form: approximate="tanh") of a floating tensor.
 std::optional<Tensor> gelu(const Tensor& x, bool tanh_form);

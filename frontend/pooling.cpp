@@ -10,6 +10,7 @@
 
 #include "frontend/conv_args.h"
 #include "frontend/derivatives.h"
+#include "frontend/native_ops.h"
 #include "frontend/ops.h"
 #include "frontend/trace.h"
 
@@ -156,11 +157,27 @@ Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   const Tensor x = check_adaptive("adaptive_avg_pool2d", input, output_size, 2);
   const int64_t h = x.size(2), w = x.size(3), oh = output_size[0], ow = output_size[1];
-  if (oh == 1 && ow == 1) return unbatch(detail::named(x.mean({2, 3}, true), "MeanBackward1", {input}), input, 2);
-  Tensor rows = x.matmul(averaging_matrix(w, ow, x).t());                     // [N, C, H, OW]
-  Tensor out = averaging_matrix(h, oh, x).matmul(rows.reshape({-1, h, ow}));  // [N*C, OH, OW]
-  out = out.reshape({x.size(0), x.size(1), oh, ow});
-  return unbatch(detail::named(out, "AdaptiveAvgPool2DBackward0", {input}), input, 2);
+  tracer::EagerGroup eager_group;
+  detail::native::AvgPoolWindows windows;
+  for (int64_t i = 0; i < oh; ++i)
+    windows.rows.insert(windows.rows.end(), {window_start(i, h, oh), window_end(i, h, oh)});
+  for (int64_t j = 0; j < ow; ++j)
+    windows.cols.insert(windows.cols.end(), {window_start(j, w, ow), window_end(j, w, ow)});
+  for (int64_t i = 0; i < oh; ++i)
+    for (int64_t j = 0; j < ow; ++j)
+      windows.divisor.push_back(
+          double((windows.rows[2 * i + 1] - windows.rows[2 * i]) * (windows.cols[2 * j + 1] - windows.cols[2 * j])));
+  auto composite = [=](const Tensor& in) {
+    if (oh == 1 && ow == 1) return in.mean({2, 3}, true);
+    Tensor rows = in.matmul(averaging_matrix(w, ow, in).t());                    // [N, C, H, OW]
+    Tensor out = averaging_matrix(h, oh, in).matmul(rows.reshape({-1, h, ow}));  // [N*C, OH, OW]
+    return out.reshape({in.size(0), in.size(1), oh, ow});
+  };
+  if (auto native = detail::native::avg_pool2d(x, windows, "AdaptiveAvgPool2DBackward0", composite))
+    return unbatch(*native, input, 2);
+  Tensor out = composite(x);
+  const char* name = oh == 1 && ow == 1 ? "MeanBackward1" : "AdaptiveAvgPool2DBackward0";
+  return unbatch(detail::named(out, name, {input}), input, 2);
 }
 
 // Averaging is separable: the width, then the height, then the depth, each a GEMM.

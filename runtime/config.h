@@ -30,9 +30,6 @@ struct Config {
   std::string halide_compiler;
   // KILN_PREBUILT_RUNTIME=0: ignore the Halide runtime built with kiln, build one into the cache.
   bool prebuilt_halide_runtime = true;
-  // KILN_THREADS_IMPL: what runs parallel loops, tbb (oneTBB) or pool (kiln's own spinning pool,
-  // kept to be measured against it: scripts/bench_threads.sh).
-  std::string threads_impl = "tbb";
   // KILN_DISTRIBUTED_DEBUG=1: the ranks compare each collective's name, shape and dtype before
   // running it even where the caller verified its layout once (DDP's buckets); others always do.
   bool distributed_debug = false;

@@ -24,7 +24,6 @@
 #include <optional>
 
 #include "runtime/config.h"
-#include "runtime/spin_pool.h"
 
 #ifdef __SANITIZE_THREAD__
 #include <sanitizer/tsan_interface.h>
@@ -196,7 +195,9 @@ struct Loop {
   }
 };
 
-void tbb_parallel_for(int n, TaskBody body, void* ctx) {
+}  // namespace
+
+void parallel_for(int n, TaskBody body, void* ctx) {
   const int threads = get_num_threads();
   Loop loop{body, ctx, {}, {}};
   if (n <= 1 || threads <= 1 || t_in_loop) {
@@ -222,12 +223,9 @@ void tbb_parallel_for(int n, TaskBody body, void* ctx) {
   if (loop.error) std::rethrow_exception(loop.error);
 }
 
-}  // namespace
-
-void parallel_for(int n, TaskBody body, void* ctx) {
-  static const bool on_pool = config().threads_impl == "pool";
-  if (on_pool) return spin_pool_parallel_for(n, body, ctx);
-  tbb_parallel_for(n, body, ctx);
+int64_t parallel_ranges(int64_t n, int64_t grain) {
+  if (t_in_loop) return 1;
+  return std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / std::max<int64_t>(grain, 1)));
 }
 
 struct BackgroundTasks::State {

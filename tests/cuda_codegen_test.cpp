@@ -213,41 +213,33 @@ TEST(Cuda, EveryFlushedKernelStructureCompilesForSm90) {
   EXPECT_GT(layouts[cuda::Layout::SplitWhole], 0);
   EXPECT_GT(layouts[cuda::Layout::ThreadPerRow], 0);
 
-  struct Job {
-    const std::vector<const cuda::KernelSource*>* sources;
-    std::vector<PtxasReport> reports;
-    std::vector<std::string> errors;
-    std::atomic<size_t> next{0};
-  } job{&sources, std::vector<PtxasReport>(sources.size()), std::vector<std::string>(sources.size())};
-  const int threads = std::max(1, get_num_threads());
-  parallel_for(
-      threads,
-      [](void* ctx, int) {
-        auto& j = *static_cast<Job*>(ctx);
-        for (size_t i = j.next++; i < j.sources->size(); i = j.next++) {
-          const cuda::KernelSource& s = *(*j.sources)[i];
-          try {
-            auto out = cuda::nvrtc_compile(s.source, s.name + ".cu", 90, s.key, {"--ptxas-options=-v"});
-            j.reports[i] = parse_ptxas(out.log);
-            if (out.image.substr(0, 4) !=
-                "\x7f"
-                "ELF")
-              j.errors[i] = "not a cubin";
-          } catch (const std::exception& e) {
-            j.errors[i] = e.what();
-          }
-        }
-      },
-      &job);
+  std::vector<PtxasReport> reports(sources.size());
+  std::vector<std::string> errors(sources.size());
+  std::atomic<size_t> next{0};
+  // One range per thread, each compiling the next source until none is left.
+  parallel_for_ranges(get_num_threads(), 1, [&](int64_t, int64_t) {
+    for (size_t i = next++; i < sources.size(); i = next++) {
+      const cuda::KernelSource& s = *sources[i];
+      try {
+        auto out = cuda::nvrtc_compile(s.source, s.name + ".cu", 90, s.key, {"--ptxas-options=-v"});
+        reports[i] = parse_ptxas(out.log);
+        if (out.image.substr(0, 4) !=
+            "\x7f"
+            "ELF")
+          errors[i] = "not a cubin";
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    }
+  });
   int failed = 0, spilling = 0, max_registers = 0, max_spill = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (!job.errors[i].empty() && ++failed <= 3)
-      ADD_FAILURE() << job.errors[i] << "\nsource:\n" << kernel_text(*sources[i]);
-    if (job.reports[i].spill_bytes > 0 && ++spilling <= 3)
-      std::printf("[cuda] spills %d bytes: %s\n", job.reports[i].spill_bytes, sources[i]->key.c_str());
-    max_registers = std::max(max_registers, job.reports[i].registers);
-    max_spill = std::max(max_spill, job.reports[i].spill_bytes);
-    EXPECT_LE(job.reports[i].spill_bytes, 64) << sources[i]->key;
+    if (!errors[i].empty() && ++failed <= 3) ADD_FAILURE() << errors[i] << "\nsource:\n" << kernel_text(*sources[i]);
+    if (reports[i].spill_bytes > 0 && ++spilling <= 3)
+      std::printf("[cuda] spills %d bytes: %s\n", reports[i].spill_bytes, sources[i]->key.c_str());
+    max_registers = std::max(max_registers, reports[i].registers);
+    max_spill = std::max(max_spill, reports[i].spill_bytes);
+    EXPECT_LE(reports[i].spill_bytes, 64) << sources[i]->key;
   }
   EXPECT_EQ(failed, 0);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

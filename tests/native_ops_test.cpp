@@ -1,5 +1,6 @@
 // Eager mode's whole-op kernels (frontend/native_ops.h, codegen/native_kernels.h): layer_norm,
-// softmax, log_softmax, gelu, cross_entropy, batch_norm, conv2d's im2col, max_pool2d and the Adam, AdamW and SGD
+// softmax, log_softmax, gelu, cross_entropy, batch_norm, conv2d's im2col, max_pool2d, avg_pool2d,
+// adaptive_avg_pool2d and the Adam, AdamW and SGD
 // updates run as one precompiled kernel each in eager mode (the native_kernels statistic counts them), give lazy mode's
 // results (which fuses the composites), pass float64 gradient checks (second order through the composites), and name
 // the op and shapes when the input is bad. Layer norm's second derivative is checked in lazy mode too.
@@ -65,8 +66,10 @@ std::vector<std::vector<double>> run_ops() {
   with_grads(torch::softmax(x, 1), {x});
   with_grads(torch::log_softmax(x * 4, -1), {x});
   with_grads(torch::softmax(x.t(), 1), {x});  // a strided input, made contiguous first
+  with_grads(torch::softmax(x, 0), {x});      // along another dim than the last
   with_grads(torch::gelu(x * 2), {x});
   with_grads(torch::gelu(cube, "tanh"), {cube});
+  with_grads(torch::log_softmax(cube * 2, 1), {cube});
   Tensor images = torch::randn({2, 4, 9, 8}).requires_grad_(true),
          kernels = torch::randn({6, 2, 3, 2}).requires_grad_(true);
   with_grads(
@@ -83,6 +86,13 @@ std::vector<std::vector<double>> run_ops() {
   with_grads(
       F::max_pool2d(images, F::MaxPool2dFuncOptions(3).stride({2, 1}).padding(1).dilation({1, 2}).ceil_mode(true)),
       {images});
+  with_grads(F::avg_pool2d(images, F::AvgPool2dFuncOptions(2)), {images});
+  with_grads(F::avg_pool2d(images, F::AvgPool2dFuncOptions({3, 2}).stride({2, 1}).padding(1).ceil_mode(true)),
+             {images});
+  with_grads(F::avg_pool2d(images, F::AvgPool2dFuncOptions(3).stride(2).padding(1).count_include_pad(false)), {images});
+  with_grads(F::avg_pool2d(images, F::AvgPool2dFuncOptions(2).padding(1).divisor_override(3)), {images});
+  with_grads(F::adaptive_avg_pool2d(images, F::AdaptiveAvgPool2dFuncOptions({4, 3})), {images});
+  with_grads(F::adaptive_avg_pool2d(images[0], F::AdaptiveAvgPool2dFuncOptions(1)), {images});
   Tensor labels = torch::randint(0, 300, {33});
   labels[5].fill_(-100);
   with_grads(F::cross_entropy(x, labels), {x});
@@ -101,8 +111,8 @@ TEST(NativeEagerKernels, MatchLazyModeAndRunInEagerModeOnly) {
   {
     Mode mode(false);
     eager = run_ops();
-    // 15 ops (the convolution's im2col), each a forward and a backward kernel.
-    EXPECT_EQ(kiln::stats().native_kernels, 30);
+    // 23 ops (the convolution's im2col), each a forward and a backward kernel.
+    EXPECT_EQ(kiln::stats().native_kernels, 46);
   }
   ASSERT_EQ(lazy.size(), eager.size());
   for (size_t i = 0; i < lazy.size(); ++i) expect_close(eager[i], lazy[i], 1e-5, "result " + std::to_string(i));
@@ -132,6 +142,25 @@ TEST(NativeEagerKernels, GradientsPassFiniteDifferenceChecks) {
                                  {gradcheck::randn({5, 7})}));
     EXPECT_TRUE(gradcheck::check([](const kiln::TensorList& in) { return torch::log_softmax(in[0], -1); },
                                  {gradcheck::randn({3, 2, 9})}));
+    EXPECT_TRUE(gradcheck::check([](const kiln::TensorList& in) { return torch::softmax(in[0], 0); },
+                                 {gradcheck::randn({5, 7})}));
+    EXPECT_TRUE(gradcheck::check([](const kiln::TensorList& in) { return torch::log_softmax(in[0], 1); },
+                                 {gradcheck::randn({3, 4, 5})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::avg_pool2d(in[0], F::AvgPool2dFuncOptions({3, 2}).stride({2, 1}).padding(1).ceil_mode(true));
+        },
+        {gradcheck::randn({2, 3, 5, 4})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::avg_pool2d(in[0], F::AvgPool2dFuncOptions(3).stride(2).padding(1).count_include_pad(false));
+        },
+        {gradcheck::randn({1, 2, 5, 6})}));
+    EXPECT_TRUE(gradcheck::check(
+        [](const kiln::TensorList& in) {
+          return F::adaptive_avg_pool2d(in[0], F::AdaptiveAvgPool2dFuncOptions({3, 2}));
+        },
+        {gradcheck::randn({2, 2, 7, 5})}));
     EXPECT_TRUE(
         gradcheck::check([](const kiln::TensorList& in) { return torch::gelu(in[0]); }, {gradcheck::randn({4, 6})}));
     EXPECT_TRUE(gradcheck::check([](const kiln::TensorList& in) { return torch::gelu(in[0], "tanh"); },
@@ -239,6 +268,32 @@ TEST(NativeEagerKernels, BadInputThrowsNamingTheOpAndShapes) {
     EXPECT_NE(m.find("[4, 5]"), std::string::npos) << m;
   }
   EXPECT_THROW(torch::softmax(x, 2), kiln::Error);
+  Tensor images = torch::randn({2, 3, 4, 4}, torch::requires_grad());
+  try {
+    F::avg_pool2d(images, F::AvgPool2dFuncOptions(2).padding(2));
+    FAIL() << "no error";
+  } catch (const kiln::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("avg_pool2d"), std::string::npos) << m;
+    EXPECT_NE(m.find("pad should be at most half of kernel size"), std::string::npos) << m;
+  }
+  try {
+    F::avg_pool2d(images, F::AvgPool2dFuncOptions(5));
+    FAIL() << "no error";
+  } catch (const kiln::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("avg_pool2d"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 3, 4, 4]"), std::string::npos) << m;
+  }
+  try {
+    F::adaptive_avg_pool2d(images.flatten(), F::AdaptiveAvgPool2dFuncOptions(2));
+    FAIL() << "no error";
+  } catch (const kiln::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("adaptive_avg_pool2d"), std::string::npos) << m;
+    EXPECT_NE(m.find("[96]"), std::string::npos) << m;
+  }
+  EXPECT_EQ(kiln::stats().native_kernels, 0);  // each was refused before running a kernel
 }
 
 }  // namespace

@@ -256,6 +256,60 @@ TEST(Parallel, ManyShortLoops) {
   }
 }
 
+// parallel_for_ranges: contiguous ranges, in order, that cover [0, n) once, as many as
+// parallel_ranges says (one per thread at most, none shorter than the grain), each told its index.
+TEST(ParallelRanges, RangesCoverTheLoopOnceInOrder) {
+  Threads threads(3);
+  for (int64_t n : {0, 1, 5, 9, 10, 11, 100, 12345}) {
+    for (int64_t grain : {1, 4, 1000}) {
+      const int64_t ranges = kiln::parallel_ranges(n, grain);
+      EXPECT_EQ(ranges, std::max<int64_t>(1, std::min<int64_t>(3, n / grain))) << n << " by " << grain;
+      std::vector<std::pair<int64_t, int64_t>> seen(size_t(ranges), {-1, -1});
+      std::atomic<int> calls{0};
+      kiln::parallel_for_ranges(n, grain, [&](int64_t r, int64_t begin, int64_t end) {
+        seen[size_t(r)] = {begin, end};
+        ++calls;
+      });
+      ASSERT_EQ(calls.load(), ranges);
+      int64_t at = 0;
+      for (auto [begin, end] : seen) {
+        EXPECT_EQ(begin, at) << n << " by " << grain;
+        EXPECT_TRUE(end - begin >= std::min(grain, n)) << n << " by " << grain << ": [" << begin << ", " << end << ")";
+        at = end;
+      }
+      EXPECT_EQ(at, n);
+    }
+  }
+}
+
+TEST(ParallelRanges, RunOnSeveralThreadsAndSeriallyInsideALoop) {
+  Threads threads(2);
+  Gathering gathering(2, 2);
+  kiln::parallel_for_ranges(2, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) Gathering::body(&gathering, int(i));
+  });
+  gathering.tally.expect_each_once();
+  EXPECT_EQ(gathering.tally.threads.size(), 2u);
+  std::atomic<int> inner_ranges{0};
+  kiln::parallel_for_ranges(2, 1, [&](int64_t, int64_t) {
+    EXPECT_EQ(kiln::parallel_ranges(1000, 1), 1);
+    kiln::parallel_for_ranges(1000, 1, [&](int64_t, int64_t) { ++inner_ranges; });
+  });
+  EXPECT_EQ(inner_ranges.load(), 2);
+}
+
+TEST(ParallelRanges, AnExceptionReachesTheCaller) {
+  Threads threads(2);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(kiln::parallel_for_ranges(100, 10,
+                                         [&](int64_t begin, int64_t) {
+                                           ++ran;
+                                           if (begin == 0) throw std::runtime_error("first range");
+                                         }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 2);
+}
+
 TEST(BackgroundTasks, JobsRunBesideTheCaller) {
   Threads threads(1);  // even so: a job runs on a thread of its own
   kiln::BackgroundTasks tasks;

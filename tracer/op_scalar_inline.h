@@ -130,6 +130,78 @@ KILN_SCALAR_FUNCTION T scalar_value(Op op, T a, T b, bool integer_operands) {
   return a;  // (on a GPU, where not_elementwise cannot throw)
 }
 
+// op(a) or op(a, b) on int64, wrapping on overflow (b unused by a one-operand op): the ops with
+// an int64 form (ops.def's kInt64); the others are not_elementwise's error. CUDA's int64 code calls
+// it too (codegen/cuda/ops.cpp).
+KILN_SCALAR_FUNCTION long long apply_wrapping_op(Op op, long long a, long long b) {
+  using namespace scalar_detail;
+  const unsigned long long x = (unsigned long long)a, y = (unsigned long long)b;
+  switch (op) {
+    case Op::Copy:
+    case Op::Cast: return a;
+    case Op::Neg: return (long long)(0 - x);
+    case Op::Abs: return a < 0 ? (long long)(0 - x) : a;
+    case Op::Sign: return (a > 0) - (a < 0);
+    case Op::Add: return (long long)(x + y);
+    case Op::Sub: return (long long)(x - y);
+    case Op::Mul: return (long long)(x * y);
+    case Op::Div: return b == 0 ? 0 : b == -1 ? (long long)(0 - x) : a / b;  // by zero 0; INT64_MIN / -1 wraps
+    case Op::Max: return a > b ? a : b;
+    case Op::Min: return a < b ? a : b;
+    case Op::Fmod: return b == 0 || b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
+    case Op::BitAnd: return a & b;
+    case Op::BitOr: return a | b;
+    case Op::BitXor: return a ^ b;
+    case Op::ShiftLeft: return shift_left(a, b);
+    case Op::ShiftRight: return shift_right(a, b);
+    case Op::BitNot: return ~a;
+    case Op::Eq: return a == b;
+    case Op::Ne: return a != b;
+    case Op::Lt: return a < b;
+    case Op::Le: return a <= b;
+    case Op::Gt: return a > b;
+    case Op::Ge: return a >= b;
+    // No int64 form: computed in float64 (scalar_value).
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Not:
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Trunc:
+    case Op::Atan:
+    case Op::Asin:
+    case Op::Acos:
+    case Op::Sinh:
+    case Op::Cosh:
+    case Op::Asinh:
+    case Op::Acosh:
+    case Op::Atanh:
+    case Op::Expm1:
+    case Op::Exp2:
+    case Op::Erfc:
+    case Op::Erfinv:
+    case Op::Lgamma:
+    case Op::Digamma:
+    case Op::Trigamma:
+    case Op::Pow:
+    case Op::Atan2:
+    case Op::Hypot:
+    case Op::Copysign:
+    case Op::Where:
+    case KILN_NOT_ELEMENTWISE_OPS: break;
+  }
+  not_elementwise(op, "an int64 op");
+  return a;  // (on a GPU, where not_elementwise cannot throw)
+}
+
 }  // namespace ir
 }  // namespace kiln
 // CUDA text ends
@@ -138,36 +210,6 @@ namespace kiln::ir {
 
 KILN_SCALAR_FUNCTION double apply_scalar_op(Op op, double a, double b, ScalarType operands) {
   return scalar_value(op, a, b, is_integer(operands));
-}
-
-// For an op with a wrapping form only (wrapping_op checks).
-[[gnu::always_inline]] inline int64_t apply_wrapping_op(Op op, int64_t a, int64_t b) {
-  const uint64_t x = uint64_t(a), y = uint64_t(b);
-  switch (op) {
-    case Op::Neg: return int64_t(0 - x);
-    case Op::Abs: return a < 0 ? int64_t(0 - x) : a;
-    case Op::Sign: return (a > 0) - (a < 0);
-    case Op::Add: return int64_t(x + y);
-    case Op::Sub: return int64_t(x - y);
-    case Op::Mul: return int64_t(x * y);
-    case Op::Div: return b == 0 ? 0 : b == -1 ? int64_t(0 - x) : a / b;  // by zero 0; INT64_MIN / -1 wraps
-    case Op::Max: return std::max(a, b);
-    case Op::Min: return std::min(a, b);
-    case Op::Fmod: return b == 0 || b == -1 ? 0 : a % b;  // INT64_MIN % -1 would trap
-    case Op::BitAnd: return a & b;
-    case Op::BitOr: return a | b;
-    case Op::BitXor: return a ^ b;
-    case Op::ShiftLeft: return scalar_detail::shift_left(a, b);
-    case Op::ShiftRight: return scalar_detail::shift_right(a, b);
-    case Op::BitNot: return ~a;
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    default: return a;  // Copy and Cast (has_wrapping_form lists the rest)
-  }
 }
 
 }  // namespace kiln::ir

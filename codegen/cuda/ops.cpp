@@ -109,19 +109,6 @@ namespace {
 // Operand j of `a` in `t`.
 std::string in(const std::vector<Value>& a, size_t j, ScalarType t) { return convert(a[j], t); }
 
-// A bitwise op on int64 code `a` (and `b`), as ir::wrapping_op: a shift count outside [0, 63]
-// gives 0, or -1 for a negative number shifted right.
-std::string bit_op(Op op, const std::string& a, const std::string& b) {
-  if (op == Op::BitAnd) return "(" + a + " & " + b + ")";
-  if (op == Op::BitOr) return "(" + a + " | " + b + ")";
-  if (op == Op::BitXor) return "(" + a + " ^ " + b + ")";
-  if (op == Op::BitNot) return "(~" + a + ")";
-  const std::string out_of_range = "(" + b + " < 0 || " + b + " > 63)";
-  if (op == Op::ShiftLeft)
-    return "(" + out_of_range + " ? 0LL : (long long)((unsigned long long)" + a + " << " + b + "))";
-  return "(" + out_of_range + " ? (" + a + " < 0 ? -1LL : 0LL) : " + a + " >> " + b + ")";
-}
-
 // Whether operands from `from` on are integers (of any width: all are int64 values here), as
 // the interpreter's integer path asks.
 bool all_integer(const std::vector<Value>& a, size_t from = 0) {
@@ -154,28 +141,11 @@ std::string float_op(const ir::Node& n, ScalarType t, const std::vector<Value>& 
   return in_type == t ? call : std::string("((") + value_type(t) + ")" + call + ")";
 }
 
-// Node n's op on int64 operands, wrapping as ir::wrapping_op (only ops with an int64 form).
+// Node n's op on int64 operands, wrapping: the op table's int64 meaning, tracer/op_scalar_inline.h's
+// apply_wrapping_op, whose text every kernel compiles (as float_op's scalar_value).
 std::string wrapping_op(const ir::Node& n, const std::vector<Value>& a) {
-  auto x = [&](size_t j) { return a[j].code; };
-  switch (n.op) {
-    case Op::Neg: return "kiln_wrapping_neg(" + x(0) + ")";
-    case Op::Abs: return "kiln_wrapping_abs(" + x(0) + ")";
-    case Op::Sign: return "kiln_sign(" + x(0) + ")";
-    case Op::Add: return "kiln_wrapping_add(" + x(0) + ", " + x(1) + ")";
-    case Op::Sub: return "kiln_wrapping_sub(" + x(0) + ", " + x(1) + ")";
-    case Op::Mul: return "kiln_wrapping_mul(" + x(0) + ", " + x(1) + ")";
-    case Op::Div: return "kiln_long_div(" + x(0) + ", " + x(1) + ")";
-    case Op::Fmod: return "kiln_long_fmod(" + x(0) + ", " + x(1) + ")";
-    case Op::BitAnd:
-    case Op::BitOr:
-    case Op::BitXor:
-    case Op::ShiftLeft:
-    case Op::ShiftRight:
-    case Op::BitNot: return bit_op(n.op, x(0), a.size() > 1 ? x(1) : "");
-    case Op::Max: return "kiln_max(" + x(0) + ", " + x(1) + ")";
-    case Op::Min: return "kiln_min(" + x(0) + ", " + x(1) + ")";
-    default: return x(0);  // Copy and Cast (ir::has_wrapping_form lists the rest)
-  }
+  return std::string("kiln::ir::apply_wrapping_op(kiln::ir::Op::") + ir::op_name(n.op) + ", " + a[0].code + ", " +
+         (a.size() > 1 ? a[1].code : "0LL") + ")";
 }
 
 // The type two operands are compared in: their own when they agree, int64 when both are
@@ -321,14 +291,8 @@ __device__ __forceinline__ unsigned short kiln_float_to_bf16(float f) {
 __device__ __forceinline__ float kiln_bf16_to_float(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
 __device__ __forceinline__ float kiln_round_half(float x) { return kiln_half_to_float(kiln_float_to_half(x)); }
 __device__ __forceinline__ float kiln_round_bf16(float x) { return kiln_bf16_to_float(kiln_float_to_bf16(x)); }
-__device__ __forceinline__ i64 kiln_wrapping_neg(i64 a) { return (i64)(0ULL - (u64)a); }
-__device__ __forceinline__ i64 kiln_wrapping_abs(i64 a) { return a < 0 ? kiln_wrapping_neg(a) : a; }
 __device__ __forceinline__ i64 kiln_wrapping_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
-__device__ __forceinline__ i64 kiln_wrapping_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
 __device__ __forceinline__ i64 kiln_wrapping_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
-// By 0: 0; INT64_MIN / -1 wraps; INT64_MIN % -1 is 0.
-__device__ __forceinline__ i64 kiln_long_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? kiln_wrapping_neg(a) : a / b; }
-__device__ __forceinline__ i64 kiln_long_fmod(i64 a, i64 b) { return b == 0 || b == -1 ? 0 : a % b; }
 // log(exp(x) + exp(acc)) as codegen/scan_sort.cpp's log_add_exp (libtorch's): NaN propagates, two
 // infinities of one sign give that infinity.
 __device__ __forceinline__ double kiln_log_add_exp(double x, double acc) {
@@ -336,10 +300,6 @@ __device__ __forceinline__ double kiln_log_add_exp(double x, double acc) {
   if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
   return x;
 }
-// int64's sign, max and min (floats: scalar_value).
-__device__ __forceinline__ i64 kiln_sign(i64 x) { return (x > 0) - (x < 0); }
-__device__ __forceinline__ i64 kiln_max(i64 a, i64 b) { return a > b ? a : b; }
-__device__ __forceinline__ i64 kiln_min(i64 a, i64 b) { return a < b ? a : b; }
 // Reductions fold elements and other threads' partial results alike: acc = fold(acc, x).
 __device__ __forceinline__ bool kiln_fold_sum(bool a, bool b) { return a || b; }
 __device__ __forceinline__ i64 kiln_fold_sum(i64 a, i64 b) { return kiln_wrapping_add(a, b); }

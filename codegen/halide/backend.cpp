@@ -130,25 +130,16 @@ class HalideBackend final : public Backend {
     // kernels (they need it only to be loaded, and wait for it there).
     const size_t first = cache.runtime_ready() ? 1 : 0;
     std::vector<KernelFn> built(missing.size(), nullptr);
-    struct Compiling {
-      halide::KernelCache& cache;
-      const decltype(missing)& jobs;
-      std::vector<KernelFn>& built;
-      std::atomic<size_t> next;
-    } compiling{cache, missing, built, {first}};
-    // `workers` iterations, each taking the next job until none is left: jobs differ in length.
-    parallel_for(
-        int(workers),
-        [](void* ctx, int) {
-          auto& c = *static_cast<Compiling*>(ctx);
-          for (size_t i; (i = c.next.fetch_add(1)) < c.jobs.size() + 1;) {
-            if (i == 0)
-              c.cache.ensure_runtime_or_log();
-            else
-              c.built[i - 1] = c.cache.load_or_build_or_null(*c.jobs[i - 1].first, *c.jobs[i - 1].second);
-          }
-        },
-        &compiling);
+    std::atomic<size_t> next{first};
+    // `workers` ranges, each taking the next job until none is left: jobs differ in length.
+    parallel_for_ranges(int64_t(workers), 1, [&](int64_t, int64_t) {
+      for (size_t i; (i = next.fetch_add(1)) < missing.size() + 1;) {
+        if (i == 0)
+          cache.ensure_runtime_or_log();
+        else
+          built[i - 1] = cache.load_or_build_or_null(*missing[i - 1].first, *missing[i - 1].second);
+      }
+    });
     for (size_t m = 0; m < missing.size(); ++m) cache.remember(*missing[m].second, built[m]);
     for (auto [i, m] : waiting) fns[i] = built[m];
     return fns;

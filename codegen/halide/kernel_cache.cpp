@@ -23,12 +23,12 @@ using fusion::Kernel;
 
 std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
 
-// The kernels' parallel loops run on kiln's pool (runtime/parallel.h), which the BLAS pieces and
+// The kernels' parallel loops run on kiln's threads (runtime/parallel.h, oneTBB), which the BLAS pieces and
 // the interpreter use too, not on the Halide runtime's own: its workers slept between kernels (a
 // ~43 us wake-up on the VMs measured) and took a lock per task. The first failing task's code is
 // the loop's result, as in Halide's pool.
 using DoParFor = int (*)(void* user_context, halide_task_t task, int min, int size, uint8_t* closure);
-int do_par_for_on_kiln_pool(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
+int do_par_for_on_kiln_threads(void* user_context, halide_task_t task, int min, int size, uint8_t* closure) {
   struct Loop {
     halide_task_t task;
     void* user_context;
@@ -181,7 +181,7 @@ bool KernelCache::load_runtime(const std::string& path) {
   if (!runtime) return false;
   auto set_do_par_for = reinterpret_cast<DoParFor (*)(DoParFor)>(dlsym(runtime, "halide_set_custom_do_par_for"));
   KILN_CHECK(set_do_par_for, "halide: its runtime at ", path, " has no halide_set_custom_do_par_for");
-  set_do_par_for(&do_par_for_on_kiln_pool);
+  set_do_par_for(&do_par_for_on_kiln_threads);
   runtime_ready_ = true;
   return true;
 }

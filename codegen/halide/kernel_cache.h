@@ -1,7 +1,7 @@
 // Compiled kernels by structural key: in this process's memory, else in the disk cache (one folder
 // per kiln version, compiler module build and CPU), else compiled by the module (compiler.h),
 // linked and stored there. Kernels are linked without the Halide runtime: one shared copy, loaded
-// globally before any of them, serves them all, its parallel loops running on kiln's pool.
+// globally before any of them, serves them all, its parallel loops running on kiln's threads.
 #pragma once
 #include <atomic>
 #include <mutex>
