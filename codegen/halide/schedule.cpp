@@ -81,18 +81,22 @@ void schedule_rows_in_vectors(Func f, const std::vector<Var>& vars, int vec, Exp
       .vectorize(lane);
 }
 
-// Tiles of vec x vec outputs, one vector of x0 per row of the tile; tasks of whole rows of tiles.
-// The tile's side is the native vector, also where the kernel's other loops take wider steps
+// Tiles of side x side outputs over x0 and `across` (vars[1] by hand), one vector of x0 per row of
+// the tile; tasks of whole rows of tiles, or of the outermost dim when that is not tiled. The
+// tile's side is the native vector by hand, also where the kernel's other loops take wider steps
 // (element_lanes). The tile's rows are a loop, not unrolled: unrolled, a transposed exp + tanh of
 // 1024x1024 took Halide 5.1-5.8 s to compile in 16x16 tiles on AVX-512 (0.4 s as a loop, the run
 // within noise), and an int64 chain with a remainder over a transposed operand 4.4 s (13 s on a
 // loaded machine).
-void schedule_tiles(Func f, const std::vector<Var>& vars, Expr elements, Expr row) {
-  const int vec = schedule_params().tile > 0 ? schedule_params().tile : native_lanes();
+void schedule_tiles(Func f, const std::vector<Var>& vars, size_t across, int side, Expr elements,
+                    Expr per_outer_iteration) {
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   for (Stage s : {Stage(f.specialize(elements < serial_below())), Stage(f)})
-    s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi);
-  parallel_tasks(f, yo, row * vec);
+    s.tile(vars[0], vars[across], xo, yo, xi, yi, side, side, TailStrategy::GuardWithIf).vectorize(xi);
+  if (across + 1 == vars.size())
+    parallel_tasks(f, yo, per_outer_iteration * side);
+  else
+    parallel_tasks(f, vars.back(), per_outer_iteration);
 }
 
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
@@ -154,25 +158,25 @@ void schedule_groups_in_shared_chunks(std::vector<Func>& groups, const Var& x, i
   }
 }
 
-enum class PointwiseSchedule { GroupsInSharedChunks, TinyInnerDim, Tiles, RowsInVectors };
+enum class PointwiseSchedule { GroupsInSharedChunks, TinyInnerDim, Tiles, TransposedTiles, RowsInVectors };
 
 PointwiseSchedule choose_pointwise_schedule(const fusion::Kernel& k, const PointwiseFuncs& f) {
   if (f.outputs.size() > 1 && f.vars.size() == 1) return PointwiseSchedule::GroupsInSharedChunks;
   if (k.tiny_inner()) return PointwiseSchedule::TinyInnerDim;
   // A read that walks the outer dim contiguously and the inner one across rows (a transposed
   // view): the output in tiles, whose gathered loads hit the same cache lines row after row.
-  const bool transposing =
-      f.vars.size() == 2 && f.stored.empty() && std::any_of(k.reads.begin(), k.reads.end(), [](const fusion::Read& r) {
-        return stride_class(r.strides[1]) == 's' && stride_class(r.strides[0]) == '1';
-      });
-  return transposing ? PointwiseSchedule::Tiles : PointwiseSchedule::RowsInVectors;
+  // Of rank 3 or more (a batch of transposes), tiled when tuning asks (ScheduleParams::tiles).
+  const int across = transposed_dim(k);
+  if (!f.stored.empty() || across < 0) return PointwiseSchedule::RowsInVectors;
+  if (f.vars.size() == 2) return PointwiseSchedule::Tiles;
+  return schedule_params().tiles > 0 ? PointwiseSchedule::TransposedTiles : PointwiseSchedule::RowsInVectors;
 }
 
 // Rows narrow enough to be a pooling window's: one vector of outputs at a time, its accumulators
 // on the stack; tasks of outer rows up to task_elements() (of 16 rows, a 2x2 pooling of 14-wide
 // rows made 1792 tasks of 896 elements and spent more in the pool's locks than in the windows).
-// Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards: a
-// masked tail would load lane by lane in every row.
+// Rows are short (a pooled width), so vectors are 8 or 4 wide by hand and the last one shifts
+// inwards: a masked tail would load lane by lane in every row.
 void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std::vector<size_t>& kept_dims) {
   const std::vector<Var>& vars = f.vars;
   Accumulator& A = f.accumulator;
@@ -180,11 +184,15 @@ void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std
   Var xo("xo"), xi("xi");
   if (vars.size() >= 2) parallel_tasks(out, vars.back(), product(L.extents) / L.extents[kept_dims.front()]);
   const Expr width = L.extents[kept_dims.back()];
-  for (int w : {8, 4}) out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
+  // Widest first (ScheduleParams::window_lanes), halving to 4.
+  std::vector<int> widths;
+  for (int w = schedule_params().window_lanes > 0 ? schedule_params().window_lanes : 8; w >= 4; w /= 2)
+    widths.push_back(w);
+  for (int w : widths) out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
   out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
   // The accumulators in vectors as wide as the outputs'.
   acc.compute_at(out, xo).store_in(MemoryType::Stack);
-  for (int w : {8, 4}) {
+  for (int w : widths) {
     acc.specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
     Stage update = acc.update().specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
     for (int d = 0; d < A.rows.dimensions(); ++d)  // the window, its extents compiled in
@@ -355,7 +363,14 @@ void schedule_pointwise_kernel(const Lowering& L, PointwiseFuncs& f) {
                             product(L.extents) / L.extents[0]);
       break;
     case PointwiseSchedule::Tiles:
-      for (Func& out : f.outputs) schedule_tiles(out, vars, product(L.extents), L.extents[1]);
+      for (Func& out : f.outputs)
+        schedule_tiles(out, vars, 1, schedule_params().tile > 0 ? schedule_params().tile : native_lanes(),
+                       product(L.extents), L.extents[1]);
+      break;
+    case PointwiseSchedule::TransposedTiles:
+      for (Func& out : f.outputs)
+        schedule_tiles(out, vars, k.domain.size() - 1 - size_t(transposed_dim(k)), schedule_params().tiles,
+                       product(L.extents), product(L.extents) / L.extents[0]);
       break;
     case PointwiseSchedule::RowsInVectors:
       for (Func& out : f.outputs)
