@@ -51,8 +51,14 @@ void parallel_tasks(Stage s, const Var& v, Expr per_iteration) {
 }
 
 // Rows (the innermost dim) in the widest vectors that fit, the last one shifted inwards: a
-// masked tail loads lane by lane, and short rows (an image's width) would be all tail.
+// masked tail loads lane by lane, and short rows (an image's width) would be all tail. (Where
+// the target masks its loads and stores, AVX-512, tuning tries the masked tail:
+// ScheduleParams::masked_rows.)
 void vectorize_rows(Stage s, const Var& x, Expr row, int vec) {
+  if (schedule_params().masked_rows) {
+    s.vectorize(x, vec, TailStrategy::GuardWithIf);
+    return;
+  }
   for (int w = vec; w >= 4; w /= 2) s.specialize(row >= w).vectorize(x, w, TailStrategy::ShiftInwards);
 }
 

@@ -22,6 +22,7 @@ struct ScheduleParams {
   // innermost and the one a read walks contiguously); 0: rows in vectors, the hand's choice there.
   int tiles = 0;
   int window_lanes = 0;  // pooling windows: lanes of their vectors of outputs; 0: 8, else 4 (the hand's)
+  int masked_rows = 0;   // 1: a pointwise kernel's rows in vectors of one width, the tail masked
 
   bool operator==(const ScheduleParams& o) const;
   // Takes each value of `o` that is not the hand one where this still has the hand one; returns
