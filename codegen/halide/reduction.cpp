@@ -210,26 +210,40 @@ class AccumulatorDefinition {
       define_update(A.partial, p_at, values_at(r, (first + r[0]) * A.width + A.u));
       return r;
     }
-    // A block is kBlockSteps steps of one row: the row's other reduced dims (a batch, an image's
-    // rows) are pure dims of block_sums, which partial adds over with the blocks (blocks of 64
-    // steps down every row of a [64]x32x[784] batch were 2.5e-7 off).
+    // A block is kBlockSteps steps: of one row, or of a group of rows that short (a batch of
+    // 14x14 images: rows of 6 steps, 10 to a block). The rows' other reduced dims (a batch, an
+    // image's rows) are pure dims of block_sums, which partial adds over with the blocks (blocks
+    // of 64 steps down every row of a [64]x32x[784] batch were 2.5e-7 off; a block per short row
+    // would add its lanes in float64 every few steps).
+    constexpr int kSteps = Accumulator::kBlockSteps;
     Var b("blk");
     std::vector<Var> b_lhs(p_lhs);
     b_lhs.push_back(b);
-    Region blocks{Range(0, (bound + Accumulator::kBlockSteps - 1) / Accumulator::kBlockSteps)};
+    Region blocks{Range(0, (bound + kSteps - 1) / kSteps)};
     std::vector<Expr> reduced{Expr()};  // innermost first; the first set below
-    for (size_t i = reduced_dims.size() - 1; i-- > 0;) {
+    RDom r;
+    if (reduced_dims.size() == 1) {
+      r = RDom(0, kSteps);
+    } else {
+      const Expr rows = L.extents[reduced_dims[reduced_dims.size() - 2]];
+      const Expr group = max(1, kSteps / max(count, 1));
+      r = RDom(0, kSteps, 0, group);
+      b_lhs.emplace_back("rows");
+      r.where(b_lhs.back() * group + r[1] < rows);
+      reduced.push_back(b_lhs.back() * group + r[1]);
+      blocks.emplace_back(0, (rows + group - 1) / group);
+    }
+    for (size_t i = reduced_dims.size() < 2 ? 0 : reduced_dims.size() - 2; i-- > 0;) {
       b_lhs.emplace_back("row" + std::to_string(i));
       reduced.push_back(b_lhs.back());
       blocks.emplace_back(0, L.extents[reduced_dims[i]]);
     }
-    RDom r(0, Accumulator::kBlockSteps);
-    r.where(b * Accumulator::kBlockSteps + r[0] < count);
+    r.where(b * kSteps + r[0] < count);
     reduced[0] = r[0];
     A.block_sums = Func("block_sums" + std::to_string(phase));
     define(A.block_sums, b_lhs, inits);
     define_update(A.block_sums, std::vector<Expr>(b_lhs.begin(), b_lhs.end()),
-                  values_at(r, reduced, (first + b * Accumulator::kBlockSteps + r[0]) * A.width + A.u, Expr()));
+                  values_at(r, reduced, (first + b * kSteps + r[0]) * A.width + A.u, Expr()));
     A.blocks = RDom(blocks);
     std::vector<Expr> block_at(p_at);
     for (int d = 0; d < A.blocks.dimensions(); ++d) block_at.push_back(A.blocks[d]);

@@ -130,7 +130,7 @@ ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int n
   if (!transposing || p.tile == native) p.tile = hand.tile;
   // A tiny inner dim is unrolled, not tiled.
   if (k.domain.size() < 3 || transposed_dim(k) < 0 || k.tiny_inner()) p.tiles = hand.tiles;
-  if (!windows || p.window_lanes == 8) p.window_lanes = hand.window_lanes;
+  if (!windows) p.window_lanes = hand.window_lanes;
   // Rows in vectors: a pointwise kernel of rank 2 or more that is not tiled or of a tiny inner dim.
   const bool rows = k.kind == Kind::Pointwise && k.domain.size() >= 2 && !k.tiny_inner() && !transposing &&
                     (transposed_dim(k) < 0 || p.tiles == 0);
