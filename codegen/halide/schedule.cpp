@@ -181,9 +181,9 @@ PointwiseSchedule choose_pointwise_schedule(const fusion::Kernel& k, const Point
 // Rows narrow enough to be a pooling window's: one vector of outputs at a time, its accumulators
 // on the stack; tasks of outer rows up to task_elements() (of 16 rows, a 2x2 pooling of 14-wide
 // rows made 1792 tasks of 896 elements and spent more in the pool's locks than in the windows).
-// Rows are short (a pooled width), so vectors are 8 or 4 wide by hand and the last one shifts
-// inwards: a masked tail would load lane by lane in every row. (Tuning tries one vector of
-// ScheduleParams::window_lanes with a masked tail, where AVX-512 masks its loads.)
+// Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards: a
+// masked tail would load lane by lane in every row (one masked vector of 8 or 16 outputs, tried as
+// a tuning candidate on AVX-512, ran the CNN's 2x2 poolings 2.5-7x slower).
 void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std::vector<size_t>& kept_dims) {
   const std::vector<Var>& vars = f.vars;
   Accumulator& A = f.accumulator;
@@ -191,24 +191,16 @@ void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std
   Var xo("xo"), xi("xi");
   if (vars.size() >= 2) parallel_tasks(out, vars.back(), product(L.extents) / L.extents[kept_dims.front()]);
   const Expr width = L.extents[kept_dims.back()];
-  const int masked = schedule_params().window_lanes;
-  // The accumulators in vectors as wide as the outputs', the window unrolled.
-  auto vectors = [&](Stage pure, Stage update, int w) {
-    pure.vectorize(vars[0], w, TailStrategy::GuardWithIf);
-    update.vectorize(vars[0], w, TailStrategy::GuardWithIf);
-    for (int d = 0; d < A.rows.dimensions(); ++d)  // the window, its extents compiled in
-      if (A.rows[d].extent().as<Internal::IntImm>()) update.unroll(A.rows[d]);
-  };
-  if (masked > 0) {
-    out.split(vars[0], xo, xi, masked, TailStrategy::GuardWithIf).vectorize(xi);
-    acc.compute_at(out, xo).store_in(MemoryType::Stack);
-    vectors(acc, acc.update(), masked);
-    return;
-  }
   for (int w : {8, 4}) out.specialize(width >= w).split(vars[0], xo, xi, w, TailStrategy::ShiftInwards).vectorize(xi);
   out.split(vars[0], xo, xi, 4, TailStrategy::GuardWithIf);
+  // The accumulators in vectors as wide as the outputs'.
   acc.compute_at(out, xo).store_in(MemoryType::Stack);
-  for (int w : {8, 4}) vectors(acc.specialize(width >= w), acc.update().specialize(width >= w), w);
+  for (int w : {8, 4}) {
+    acc.specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
+    Stage update = acc.update().specialize(width >= w).vectorize(vars[0], w, TailStrategy::GuardWithIf);
+    for (int d = 0; d < A.rows.dimensions(); ++d)  // the window, its extents compiled in
+      if (A.rows[d].extent().as<Internal::IntImm>()) update.unroll(A.rows[d]);
+  }
   acc.vectorize(vars[0], 4, TailStrategy::GuardWithIf);
   acc.update().vectorize(vars[0], 4, TailStrategy::GuardWithIf);
 }

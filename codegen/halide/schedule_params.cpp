@@ -19,8 +19,7 @@ std::vector<std::pair<const char*, int ScheduleParams::*>> fields() {
           {"serial", &ScheduleParams::serial_below}, {"tile", &ScheduleParams::tile},
           {"run", &ScheduleParams::column_run},      {"rvec", &ScheduleParams::reduction_vectors},
           {"chunk", &ScheduleParams::chunk_steps},   {"cvec", &ScheduleParams::column_vectors},
-          {"tiles", &ScheduleParams::tiles},         {"wlanes", &ScheduleParams::window_lanes},
-          {"masked", &ScheduleParams::masked_rows}};
+          {"tiles", &ScheduleParams::tiles},         {"masked", &ScheduleParams::masked_rows}};
 }
 
 }  // namespace
@@ -130,7 +129,6 @@ ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int n
   if (!transposing || p.tile == native) p.tile = hand.tile;
   // A tiny inner dim is unrolled, not tiled.
   if (k.domain.size() < 3 || transposed_dim(k) < 0 || k.tiny_inner()) p.tiles = hand.tiles;
-  if (!windows) p.window_lanes = hand.window_lanes;
   // Rows in vectors: a pointwise kernel of rank 2 or more that is not tiled or of a tiny inner dim.
   const bool rows = k.kind == Kind::Pointwise && k.domain.size() >= 2 && !k.tiny_inner() && !transposing &&
                     (transposed_dim(k) < 0 || p.tiles == 0);

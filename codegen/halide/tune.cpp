@@ -160,11 +160,9 @@ std::vector<ScheduleChoice> tune_candidates(const Kernel& k) {
   vary({1 << 14, 1 << 18, 1 << 20}, [](ScheduleParams& p, int v) { p.serial_below = v; });
   vary({native / 2, std::min(2 * native, 32)}, [](ScheduleParams& p, int v) { p.tile = v; });  // transposing kernels
   // Batches of transposes (a permute of the two innermost dims, made contiguous), which the hand
-  // schedule reads in gathered rows; on AVX-512, which masks loads and stores, pooling windows (7
-  // and 14 wide in the CNN) and short rows (an image's 14 or 28: the CNN's unfold,
-  // 32x3x3x64x14x14) in one masked vector, not two shifted ones.
+  // schedule reads in gathered rows; on AVX-512, which masks loads and stores, short rows (an
+  // image's 14 or 28) in one masked vector, not two shifted ones.
   vary({native, native / 2, std::min(2 * native, 32)}, [](ScheduleParams& p, int v) { p.tiles = v; });
-  if (native >= 16) vary({8, 16}, [](ScheduleParams& p, int v) { p.window_lanes = v; });
   if (native >= 16) vary({1}, [](ScheduleParams& p, int v) { p.masked_rows = v; });  // short rows (14, 28)
   vary({1, 4}, [](ScheduleParams& p, int v) { p.reduction_vectors = v; });
   vary({4096, 256}, [](ScheduleParams& p, int v) { p.chunk_steps = v; });
