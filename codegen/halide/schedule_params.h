@@ -21,7 +21,7 @@ struct ScheduleParams {
   // Tiles of this side over the two dims a pointwise kernel of rank 3 or more transposes (its
   // innermost and the one a read walks contiguously); 0: rows in vectors, the hand's choice there.
   int tiles = 0;
-  int masked_rows = 0;   // 1: a pointwise kernel's rows in vectors of one width, the tail masked
+  int masked_rows = 0;  // 1: a pointwise kernel's rows in vectors of one width, the tail masked
 
   bool operator==(const ScheduleParams& o) const;
   // Takes each value of `o` that is not the hand one where this still has the hand one; returns
