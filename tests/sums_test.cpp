@@ -51,7 +51,8 @@ TEST_P(Sums, TwoToTheTwentyFourValuesAsAccurateAsLibtorch) {
 }
 
 // Rows (softmax's denominators, LayerNorm's statistics), long rows, columns (a bias's gradient
-// over the batch), a middle dim, and a strided view's whole sum: each within a few float32 ulps.
+// over the batch), a middle dim, a strided view's whole sum, and per-channel sums over the batch
+// and the image (batch norm's, the CNN's sizes): each within a few float32 ulps.
 // A reduction over axes of extent 1 only is each value itself (the Halide lowering once failed on
 // such a kernel, an RDom of no dims, and ran it on the interpreter).
 TEST_P(Sums, OverAxesOfExtentOneAreTheValuesThemselves) {
@@ -79,12 +80,22 @@ TEST_P(Sums, EveryShapeWithinAFewUlps) {
   };
   for (const Case& c :
        {Case{{4, 1 << 20}, {1}, false}, Case{{1 << 20, 4}, {0}, false}, Case{{1 << 14, 300}, {1}, false},
-        Case{{1 << 18, 24}, {0}, false}, Case{{4, 1 << 16, 8}, {1}, false}, Case{{2048, 1000}, {0, 1}, true}}) {
+        Case{{1 << 18, 24}, {0}, false}, Case{{4, 1 << 16, 8}, {1}, false}, Case{{2048, 1000}, {0, 1}, true},
+        Case{{64, 32, 784}, {0, 2}, false}, Case{{64, 64, 196}, {0, 2}, false}}) {
     auto x = torch::rand(c.shape) + 0.1;
     if (c.transposed) x = x.t();
     const auto exact = x.to(torch::kDouble).sum(c.dims);
     EXPECT_LT(worst_error(x.sum(c.dims), exact), 4 * 6e-8) << "shape " << torch::IntArrayRef(c.shape);
   }
+}
+
+// A per-channel maximum over the batch and the image, in vector lanes along each row and not in
+// blocks, as a sum's: each the float32 maximum itself.
+TEST_P(Sums, PerChannelMaximaAreExact) {
+  Mode mode(GetParam());
+  torch::manual_seed(1);
+  auto x = torch::randn({64, 32, 28, 28});
+  EXPECT_TRUE(torch::equal(x.amax({0, 2, 3}), x.to(torch::kDouble).amax({0, 2, 3}).to(torch::kFloat)));
 }
 
 // What is built on sums: mean, var, std, norm, logsumexp and softmax over 2^22 elements.

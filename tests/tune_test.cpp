@@ -345,21 +345,15 @@ TEST(Tune, ACandidateWithAWrongAnswerIsRejected) {
 
 namespace {
 
-// The kernels of a few small programs of each kind, recorded (KILN_TUNE_RECORD) and rebuilt with
-// random inputs: a pointwise exp below the serial threshold, a row sum, a whole-tensor sum, a
-// softmax (a row kernel) and a transposing add.
-std::vector<kiln::codegen::halide::RebuiltKernel> recorded_kernels() {
+// The kernels of `programs` (each a flush of its own, so not fused together), recorded
+// (KILN_TUNE_RECORD) and rebuilt with random inputs.
+std::vector<kiln::codegen::halide::RebuiltKernel> record_kernels(
+    const std::vector<std::function<torch::Tensor()>>& programs) {
   const std::string path = fs::temp_directory_path() / ("kiln-tune-kinds-" + std::to_string(getpid()));
   fs::remove(path);
   kiln::codegen::halide::reset_tune_session();  // records each kernel again
   kiln::config().tune_record = path;
-  torch::manual_seed(3);
-  auto x = torch::randn({96, 300});
-  auto y = torch::randn({300, 2000});
-  std::vector<std::function<torch::Tensor()>> programs = {
-      [&] { return (x * 0.5 + 0.25).exp(); }, [&] { return y.sum(1); }, [&] { return y.sum(); },
-      [&] { return torch::softmax(y, 1); }, [&] { return y.t() * 2 + 1; }};
-  for (const auto& program : programs) {  // each a flush of its own: kernels not fused together
+  for (const auto& program : programs) {
     auto t = program();
     kiln::sync();
   }
@@ -370,6 +364,16 @@ std::vector<kiln::codegen::halide::RebuiltKernel> recorded_kernels() {
   }
   fs::remove(path);
   return out;
+}
+
+// A few small programs of each kind: a pointwise exp below the serial threshold, a row sum, a
+// whole-tensor sum, a softmax (a row kernel) and a transposing add.
+std::vector<kiln::codegen::halide::RebuiltKernel> recorded_kernels() {
+  torch::manual_seed(3);
+  auto x = torch::randn({96, 300});
+  auto y = torch::randn({300, 2000});
+  return record_kernels({[&] { return (x * 0.5 + 0.25).exp(); }, [&] { return y.sum(1); }, [&] { return y.sum(); },
+                         [&] { return torch::softmax(y, 1); }, [&] { return y.t() * 2 + 1; }});
 }
 
 // A kernel's outputs as floats, run with `fn` (taken from its nodes, as tuning does).
@@ -483,4 +487,85 @@ TEST(Tune, HalfVectorLanesGiveTheHandScheduleOutputs) {
   EXPECT_EQ(compared, 3);
   fs::remove_all(kiln::config().cache_dir);
   kiln::config().cache_dir = saved;
+}
+
+// The candidates of the kinds the hand schedule does not choose: tiles over a batch of transposes
+// (`tiles`, its two innermost dims), short rows in one masked vector (`masked`). Each compiles and
+// gives the hand schedule's outputs; a batch of transposes is tuned with them (every candidate
+// checked against the hand's outputs, none rejected).
+TEST(Tune, TilesOverTransposesAndMaskedRowsGiveTheHandScheduleOutputs) {
+  const std::string saved = kiln::config().cache_dir;
+  kiln::config().cache_dir = fresh_dir("kinds2");
+  torch::manual_seed(4);
+  auto batch = torch::randn({6, 40, 50});
+  auto rows = torch::randn({8, 5, 16}).slice(2, 1, 15);  // rows of 14, 16 apart
+  const auto kernels = record_kernels({[&] { return batch.transpose(1, 2) * 2 + 1; }, [&] { return rows * 3; }});
+  ASSERT_EQ(kernels.size(), 2u);
+  int compared = 0;
+  for (const auto& rebuilt : kernels) {
+    const kiln::fusion::Kernel& k = rebuilt.kernel;
+    const bool transposing = k.domain.size() == 3;
+    EXPECT_EQ(kiln::codegen::halide::transposed_dim(k), transposing ? 1 : -1);
+    std::vector<std::string> kinds;
+    for (const ScheduleChoice& c : kiln::codegen::halide::tune_candidates(k))
+      if (c.text().find("tiles=") != std::string::npos) kinds.push_back(c.text());
+    EXPECT_EQ(kinds.size(), transposing ? 3u : 0u);
+    if (!transposing) kinds = {"params masked=1"};  // a candidate on AVX-512, compiled here on any target
+    const std::string key = k.key();
+    auto hand = kiln::codegen::halide::kernel_cache().load_or_build_or_null(k, key);
+    ASSERT_TRUE(hand);
+    const auto want = run_kernel(k, hand);
+    for (const std::string& schedule : kinds) {
+      auto fn = kiln::codegen::halide::kernel_cache().load_or_build_or_null(
+          k, kiln::codegen::halide::tuned_kernel_key(key, "test", schedule), schedule);
+      ASSERT_TRUE(fn) << schedule;
+      EXPECT_EQ(run_kernel(k, fn), want) << schedule;
+      ++compared;
+    }
+    if (transposing) {
+      kiln::codegen::halide::TuneOptions options;
+      options.seconds = 4;
+      options.jobs = 2;
+      options.margin = 100;
+      options.below_us = 0;
+      const TuneRecord r = kiln::codegen::halide::tune_kernel(k, key, hand, options);
+      EXPECT_GT(r.candidates, 0);
+      EXPECT_EQ(r.rejected, 0) << r.text();
+    }
+  }
+  EXPECT_EQ(compared, 4);
+  fs::remove_all(kiln::config().cache_dir);
+  kiln::config().cache_dir = saved;
+}
+
+// A kernel of a hundred nodes and more tries only candidates that leave its code's size as it is
+// (no wider vectors, no autoscheduler), and may compile for twice as long as its hand schedule took
+// in this process (KernelCache::compile_seconds, known once it compiled here).
+TEST(Tune, ALargeKernelTriesOnlyCheapCandidates) {
+  const std::string saved = kiln::config().cache_dir;
+  const bool background = kiln::config().compile_in_background;
+  kiln::config().cache_dir = fresh_dir("large");
+  kiln::config().compile_in_background = false;
+  torch::manual_seed(6);
+  auto x = torch::randn({64, 100});
+  const auto kernels = record_kernels({[&] {
+    auto y = x;
+    for (int i = 0; i < 60; ++i) y = (y * 0.999 + 0.001).abs();
+    return y;
+  }});
+  ASSERT_EQ(kernels.size(), 1u);
+  const kiln::fusion::Kernel& k = kernels[0].kernel;
+  ASSERT_GE(k.nodes.size(), 100u);
+  const auto candidates = kiln::codegen::halide::tune_candidates(k);
+  EXPECT_FALSE(candidates.empty());
+  for (const ScheduleChoice& c : candidates) {
+    EXPECT_EQ(c.kind, ScheduleChoice::Kind::Params) << c.text();
+    EXPECT_TRUE(c.params.element_lanes == 0 || c.params.element_lanes < 16) << c.text();
+  }
+  EXPECT_EQ(kiln::codegen::halide::kernel_cache().compile_seconds("no such kernel"), 0);
+  ASSERT_TRUE(kiln::codegen::halide::kernel_cache().load_or_build_or_null(k, k.key()));
+  EXPECT_GT(kiln::codegen::halide::kernel_cache().compile_seconds(k.key()), 0);
+  fs::remove_all(kiln::config().cache_dir);
+  kiln::config().cache_dir = saved;
+  kiln::config().compile_in_background = background;
 }

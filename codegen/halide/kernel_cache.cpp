@@ -69,6 +69,12 @@ KernelFn KernelCache::load_or_build_or_null(const Kernel& k, const std::string& 
   }
 }
 
+double KernelCache::compile_seconds(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(compile_seconds_mutex_);
+  auto it = compile_seconds_.find(key);
+  return it == compile_seconds_.end() ? 0 : it->second;
+}
+
 KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key, const std::string& schedule) {
   const std::string name = symbol_name(key);
   if (auto path = cache().find(key, ".so")) {
@@ -92,6 +98,10 @@ KernelFn KernelCache::load_or_build(const Kernel& k, const std::string& key, con
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   stats_add(&Stats::kernels_compiled, 1);
   stats_add(&Stats::compile_ms, ms);
+  {
+    std::lock_guard<std::mutex> lock(compile_seconds_mutex_);
+    compile_seconds_[key] = double(ms) * 1e-3;
+  }
   log().debug("compiled kernel {} in {} ms: {}", name, ms, key);
   return fn;
 }

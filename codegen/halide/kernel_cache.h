@@ -48,6 +48,9 @@ class KernelCache {
   // Moves a candidate's file into the disk cache as the entry for `key`.
   void store_candidate(const std::string& key, const Candidate& c) { cache().store(key, ".so", c.path); }
 
+  // How long compiling `key` took in this process (seconds; 0 if it was not compiled here).
+  double compile_seconds(const std::string& key) const;
+
   bool runtime_ready() const { return runtime_ready_; }
   // Loads the shared runtime, building it first into the disk cache if need be. In the compiling
   // pool: a failure is logged and left for the kernels to report (they load it too).
@@ -70,6 +73,8 @@ class KernelCache {
 
   std::unordered_map<std::string, KernelFn> loaded_;  // the flushing thread's alone
   std::mutex runtime_mutex_;
+  mutable std::mutex compile_seconds_mutex_;
+  std::unordered_map<std::string, double> compile_seconds_;
   std::atomic<bool> runtime_ready_{false};
 };
 

@@ -42,7 +42,7 @@ struct Accumulator {
   Strategy strategy;
   Halide::Func acc, partial;
   Halide::Func block_sums;     // in lanes, float sums: partial's blocks of kBlockSteps steps (defined if so)
-  Halide::RDom blocks;         // partial's update over block_sums
+  Halide::RDom blocks;         // partial's update over block_sums: its blocks, then the rows' other reduced dims
   Halide::RDom rows;           // the reduced dims, when not in lanes
   Halide::RDom column_blocks;  // columns: acc's update over partial's blocks of rows (defined if so)
   Halide::Var block{"b"};      // columns: partial's block of rows

@@ -51,8 +51,14 @@ void parallel_tasks(Stage s, const Var& v, Expr per_iteration) {
 }
 
 // Rows (the innermost dim) in the widest vectors that fit, the last one shifted inwards: a
-// masked tail loads lane by lane, and short rows (an image's width) would be all tail.
+// masked tail loads lane by lane, and short rows (an image's width) would be all tail. (Where
+// the target masks its loads and stores, AVX-512, tuning tries the masked tail:
+// ScheduleParams::masked_rows.)
 void vectorize_rows(Stage s, const Var& x, Expr row, int vec) {
+  if (schedule_params().masked_rows) {
+    s.vectorize(x, vec, TailStrategy::GuardWithIf);
+    return;
+  }
   for (int w = vec; w >= 4; w /= 2) s.specialize(row >= w).vectorize(x, w, TailStrategy::ShiftInwards);
 }
 
@@ -81,18 +87,22 @@ void schedule_rows_in_vectors(Func f, const std::vector<Var>& vars, int vec, Exp
       .vectorize(lane);
 }
 
-// Tiles of vec x vec outputs, one vector of x0 per row of the tile; tasks of whole rows of tiles.
-// The tile's side is the native vector, also where the kernel's other loops take wider steps
+// Tiles of side x side outputs over x0 and `across` (vars[1] by hand), one vector of x0 per row of
+// the tile; tasks of whole rows of tiles, or of the outermost dim when that is not tiled. The
+// tile's side is the native vector by hand, also where the kernel's other loops take wider steps
 // (element_lanes). The tile's rows are a loop, not unrolled: unrolled, a transposed exp + tanh of
 // 1024x1024 took Halide 5.1-5.8 s to compile in 16x16 tiles on AVX-512 (0.4 s as a loop, the run
 // within noise), and an int64 chain with a remainder over a transposed operand 4.4 s (13 s on a
 // loaded machine).
-void schedule_tiles(Func f, const std::vector<Var>& vars, Expr elements, Expr row) {
-  const int vec = schedule_params().tile > 0 ? schedule_params().tile : native_lanes();
+void schedule_tiles(Func f, const std::vector<Var>& vars, size_t across, int side, Expr elements,
+                    Expr per_outer_iteration) {
   Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
   for (Stage s : {Stage(f.specialize(elements < serial_below())), Stage(f)})
-    s.tile(vars[0], vars[1], xo, yo, xi, yi, vec, vec, TailStrategy::GuardWithIf).vectorize(xi);
-  parallel_tasks(f, yo, row * vec);
+    s.tile(vars[0], vars[across], xo, yo, xi, yi, side, side, TailStrategy::GuardWithIf).vectorize(xi);
+  if (across + 1 == vars.size())
+    parallel_tasks(f, yo, per_outer_iteration * side);
+  else
+    parallel_tasks(f, vars.back(), per_outer_iteration);
 }
 
 // A few elements innermost (x0, extent e, known): unrolled inside 8-wide vectors along x1, so the
@@ -154,25 +164,26 @@ void schedule_groups_in_shared_chunks(std::vector<Func>& groups, const Var& x, i
   }
 }
 
-enum class PointwiseSchedule { GroupsInSharedChunks, TinyInnerDim, Tiles, RowsInVectors };
+enum class PointwiseSchedule { GroupsInSharedChunks, TinyInnerDim, Tiles, TransposedTiles, RowsInVectors };
 
 PointwiseSchedule choose_pointwise_schedule(const fusion::Kernel& k, const PointwiseFuncs& f) {
   if (f.outputs.size() > 1 && f.vars.size() == 1) return PointwiseSchedule::GroupsInSharedChunks;
   if (k.tiny_inner()) return PointwiseSchedule::TinyInnerDim;
   // A read that walks the outer dim contiguously and the inner one across rows (a transposed
   // view): the output in tiles, whose gathered loads hit the same cache lines row after row.
-  const bool transposing =
-      f.vars.size() == 2 && f.stored.empty() && std::any_of(k.reads.begin(), k.reads.end(), [](const fusion::Read& r) {
-        return stride_class(r.strides[1]) == 's' && stride_class(r.strides[0]) == '1';
-      });
-  return transposing ? PointwiseSchedule::Tiles : PointwiseSchedule::RowsInVectors;
+  // Of rank 3 or more (a batch of transposes), tiled when tuning asks (ScheduleParams::tiles).
+  const int across = transposed_dim(k);
+  if (!f.stored.empty() || across < 0) return PointwiseSchedule::RowsInVectors;
+  if (f.vars.size() == 2) return PointwiseSchedule::Tiles;
+  return schedule_params().tiles > 0 ? PointwiseSchedule::TransposedTiles : PointwiseSchedule::RowsInVectors;
 }
 
 // Rows narrow enough to be a pooling window's: one vector of outputs at a time, its accumulators
 // on the stack; tasks of outer rows up to task_elements() (of 16 rows, a 2x2 pooling of 14-wide
 // rows made 1792 tasks of 896 elements and spent more in the pool's locks than in the windows).
 // Rows are short (a pooled width), so vectors are 8 or 4 wide and the last one shifts inwards: a
-// masked tail would load lane by lane in every row.
+// masked tail would load lane by lane in every row (one masked vector of 8 or 16 outputs, tried as
+// a tuning candidate on AVX-512, ran the CNN's 2x2 poolings 2.5-7x slower).
 void schedule_windows_in_vectors(const Lowering& L, ReductionFuncs& f, const std::vector<size_t>& kept_dims) {
   const std::vector<Var>& vars = f.vars;
   Accumulator& A = f.accumulator;
@@ -321,16 +332,25 @@ void schedule_lanes(Accumulator& A) {
   // Two native vectors a step, not one of twice the width: on AVX2 a 16-lane compare (a row's
   // max) went through byte packing (the softmax cross-entropy row kernel 1447 -> 1332 us). The
   // two vectors inside the step's loop: outside, each half of the row was a loop of its own.
+  // The steps along a row, then the row's other reduced dims, outermost last (each named: a dim
+  // left out of the reorder kept its place inside the two vectors' loop, and the CNN's
+  // per-channel sums, [64]x32x[784], stepped down the batch at 100 KB a load, each vector in a
+  // loop of its own: 177 us in `kiln tune`, 57 row by row).
   Var uo("uo"), ui("ui");
   auto two_vectors = [&](Stage s) -> Stage { return s.split(A.u, uo, ui, A.width / 2).vectorize(ui).unroll(uo); };
+  auto in_order = [&](const RDom& r) {
+    std::vector<VarOrRVar> order{ui, uo};
+    for (int d = 0; d < r.dimensions(); ++d) order.emplace_back(r[d]);
+    return order;
+  };
   two_vectors(A.partial);
   if (A.block_sums.defined()) {
-    two_vectors(A.partial.update()).reorder(ui, uo, A.blocks.x);
+    two_vectors(A.partial.update()).reorder(in_order(A.blocks));
     A.block_sums.compute_at(A.partial, A.blocks.x);
     two_vectors(A.block_sums);
-    two_vectors(A.block_sums.update()).reorder(ui, uo, A.vectors[0]);
+    two_vectors(A.block_sums.update()).reorder(in_order(A.vectors));
   } else {
-    two_vectors(A.partial.update()).reorder(ui, uo, A.vectors[0]);
+    two_vectors(A.partial.update()).reorder(in_order(A.vectors));
   }
 }
 
@@ -346,7 +366,14 @@ void schedule_pointwise_kernel(const Lowering& L, PointwiseFuncs& f) {
                             product(L.extents) / L.extents[0]);
       break;
     case PointwiseSchedule::Tiles:
-      for (Func& out : f.outputs) schedule_tiles(out, vars, product(L.extents), L.extents[1]);
+      for (Func& out : f.outputs)
+        schedule_tiles(out, vars, 1, schedule_params().tile > 0 ? schedule_params().tile : native_lanes(),
+                       product(L.extents), L.extents[1]);
+      break;
+    case PointwiseSchedule::TransposedTiles:
+      for (Func& out : f.outputs)
+        schedule_tiles(out, vars, k.domain.size() - 1 - size_t(transposed_dim(k)), schedule_params().tiles,
+                       product(L.extents), product(L.extents) / L.extents[0]);
       break;
     case PointwiseSchedule::RowsInVectors:
       for (Func& out : f.outputs)

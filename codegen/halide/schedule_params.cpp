@@ -18,7 +18,8 @@ std::vector<std::pair<const char*, int ScheduleParams::*>> fields() {
   return {{"lanes", &ScheduleParams::element_lanes}, {"grain", &ScheduleParams::task_elements},
           {"serial", &ScheduleParams::serial_below}, {"tile", &ScheduleParams::tile},
           {"run", &ScheduleParams::column_run},      {"rvec", &ScheduleParams::reduction_vectors},
-          {"chunk", &ScheduleParams::chunk_steps},   {"cvec", &ScheduleParams::column_vectors}};
+          {"chunk", &ScheduleParams::chunk_steps},   {"cvec", &ScheduleParams::column_vectors},
+          {"tiles", &ScheduleParams::tiles},         {"masked", &ScheduleParams::masked_rows}};
 }
 
 }  // namespace
@@ -95,6 +96,16 @@ int hand_element_lanes(const fusion::Kernel& k, int native) {
   return native;
 }
 
+int transposed_dim(const fusion::Kernel& k) {
+  if (k.kind != fusion::Kernel::Kind::Pointwise || k.domain.size() < 2) return -1;
+  const size_t inner = k.domain.size() - 1;
+  for (const fusion::Read& r : k.reads)
+    if (fusion::stride_class(r.strides[inner]) == 's')
+      for (size_t d = inner; d-- > 0;)
+        if (fusion::stride_class(r.strides[d]) == '1') return int(d);
+  return -1;
+}
+
 ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int native) {
   using Kind = fusion::Kernel::Kind;
   const ScheduleParams hand;
@@ -114,12 +125,14 @@ ScheduleParams effective_params(const fusion::Kernel& k, ScheduleParams p, int n
   const bool one_task = n <= std::min(p.task_elements, hand.task_elements);
   if (all_reduced || (serial && !always_tasks) || one_task) p.task_elements = hand.task_elements;
   if ((reduction && !row) || p.element_lanes == hand_element_lanes(k, native)) p.element_lanes = hand.element_lanes;
-  const bool transposing =
-      k.kind == Kind::Pointwise && k.domain.size() == 2 &&
-      std::any_of(k.reads.begin(), k.reads.end(), [](const fusion::Read& r) {
-        return fusion::stride_class(r.strides[1]) == 's' && fusion::stride_class(r.strides[0]) == '1';
-      });
+  const bool transposing = k.domain.size() == 2 && transposed_dim(k) == 0;  // tiled by hand
   if (!transposing || p.tile == native) p.tile = hand.tile;
+  // A tiny inner dim is unrolled, not tiled.
+  if (k.domain.size() < 3 || transposed_dim(k) < 0 || k.tiny_inner()) p.tiles = hand.tiles;
+  // Rows in vectors: a pointwise kernel of rank 2 or more that is not tiled or of a tiny inner dim.
+  const bool rows = k.kind == Kind::Pointwise && k.domain.size() >= 2 && !k.tiny_inner() && !transposing &&
+                    (transposed_dim(k) < 0 || p.tiles == 0);
+  if (!rows) p.masked_rows = hand.masked_rows;
   if (!columns) {
     p.column_run = hand.column_run;
     p.column_vectors = hand.column_vectors;

@@ -18,6 +18,10 @@ struct ScheduleParams {
   int reduction_vectors = 2;    // native vectors a row reduction's lanes take a step
   int chunk_steps = 1024;       // steps per parallel chunk of a whole-tensor reduction
   int column_vectors = 8;       // native vectors of columns a column sum adds at a time, per row
+  // Tiles of this side over the two dims a pointwise kernel of rank 3 or more transposes (its
+  // innermost and the one a read walks contiguously); 0: rows in vectors, the hand's choice there.
+  int tiles = 0;
+  int masked_rows = 0;  // 1: a pointwise kernel's rows in vectors of one width, the tail masked
 
   bool operator==(const ScheduleParams& o) const;
   // Takes each value of `o` that is not the hand one where this still has the hand one; returns
@@ -35,6 +39,10 @@ bool float32_polynomial(ir::Op op);
 // target's `native` vector, or four of them (at most 32 lanes) where the kernel computes a float32
 // exp, log, tanh or erf (schedule.cpp says why).
 int hand_element_lanes(const fusion::Kernel& k, int native);
+
+// The dim (outermost first) other than the innermost that a read of pointwise kernel k walks
+// contiguously while it strides across the innermost (a transposed view); -1 if none.
+int transposed_dim(const fusion::Kernel& k);
 
 // `p` as kernel k's schedule reads it: each value k's schedule does not read, or reads to the hand
 // value's effect (a grain where k runs on the calling thread, a serial threshold on the same side

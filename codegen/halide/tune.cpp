@@ -35,6 +35,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Candidates timed again against the hand schedule, interleaved.
 constexpr size_t kFinalists = 3;
+// Nodes from which a kernel's candidates leave its code's size as it is (tune_candidates).
+constexpr size_t kLargeKernelNodes = 100;
 
 // "reduction 256x[512], 14 nodes": the kind, the domain (reduced dims in brackets).
 std::string describe(const Kernel& k) {
@@ -144,14 +146,24 @@ std::vector<ScheduleChoice> tune_candidates(const Kernel& k) {
       if (!c.is_hand()) kinds.back().push_back(c);
     }
   };
+  // A kernel this large compiles for tens of seconds by hand (the Adam step's of 137 and 138 nodes),
+  // and wider vectors or an autoscheduler's fused loops take longer still: it tries only what
+  // leaves the code's size as it is (grains, serial thresholds) or narrower vectors.
+  const bool large = k.nodes.size() >= kLargeKernelNodes;
   // Half the native vector where that is 8 lanes or more (AVX-512): Adam's updates (a square root
   // and two divisions an element) ran 1.3-1.4x faster in 8 lanes than in the hand's 16.
-  std::vector<int> lanes{2 * native, native, std::min(4 * native, 32)};
+  std::vector<int> lanes;
+  if (!large) lanes = {2 * native, native, std::min(4 * native, 32)};
   if (native >= 16) lanes.push_back(native / 2);
   vary(lanes, [](ScheduleParams& p, int v) { p.element_lanes = v; });
   vary({1 << 12, 1 << 16, 1 << 11, 1 << 15, 1 << 13, 1 << 17}, [](ScheduleParams& p, int v) { p.task_elements = v; });
   vary({1 << 14, 1 << 18, 1 << 20}, [](ScheduleParams& p, int v) { p.serial_below = v; });
   vary({native / 2, std::min(2 * native, 32)}, [](ScheduleParams& p, int v) { p.tile = v; });  // transposing kernels
+  // Batches of transposes (a permute of the two innermost dims, made contiguous), which the hand
+  // schedule reads in gathered rows; on AVX-512, which masks loads and stores, short rows (an
+  // image's 14 or 28) in one masked vector, not two shifted ones.
+  vary({native, native / 2, std::min(2 * native, 32)}, [](ScheduleParams& p, int v) { p.tiles = v; });
+  if (native >= 16) vary({1}, [](ScheduleParams& p, int v) { p.masked_rows = v; });  // short rows (14, 28)
   vary({1, 4}, [](ScheduleParams& p, int v) { p.reduction_vectors = v; });
   vary({4096, 256}, [](ScheduleParams& p, int v) { p.chunk_steps = v; });
   vary({4, 16, 2}, [](ScheduleParams& p, int v) { p.column_vectors = v; });
@@ -159,13 +171,10 @@ std::vector<ScheduleChoice> tune_candidates(const Kernel& k) {
   kinds.emplace_back();
   // Adams2019 also sampling its search at random (dropout 50, one beam): on the CNN's batch-norm
   // reductions its samples found 1.4-2x where its beam search and kiln's parameters found less.
-  for (const auto& [name, seed] : std::vector<std::pair<const char*, int>>{{"Adams2019", 0},
-                                                                           {"Mullapudi2016", 0},
-                                                                           {"Adams2019", 1},
-                                                                           {"Li2018", 0},
-                                                                           {"Adams2019", 2},
-                                                                           {"Adams2019", 3},
-                                                                           {"Adams2019", 4}}) {
+  static const std::vector<std::pair<const char*, int>> autoschedulers = {
+      {"Adams2019", 0}, {"Mullapudi2016", 0}, {"Adams2019", 1}, {"Li2018", 0},
+      {"Adams2019", 2}, {"Adams2019", 3},     {"Adams2019", 4}};
+  for (const auto& [name, seed] : large ? decltype(autoschedulers){} : autoschedulers) {
     ScheduleChoice c;
     c.kind = ScheduleChoice::Kind::Auto;
     c.autoscheduler = name;
@@ -300,6 +309,12 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
     general.key = general_kernel(k).key();
     built.push_back(std::move(general));
   }
+  // A candidate may compile for the limit; a large kernel's (its candidates only vary what leaves
+  // the code's size as it is) for twice as long as its hand schedule took here where that is
+  // longer (the Adam step's kernels of 137 and 138 nodes on a loaded machine).
+  TuneOptions limits = options;
+  if (k.nodes.size() >= kLargeKernelNodes)
+    limits.compile_limit_s = std::max(options.compile_limit_s, 2 * kernel_cache().compile_seconds(key));
   std::string names;
   for (const ScheduleChoice& c : tune_candidates(k)) {
     built.push_back({c, false, tuned_kernel_key(key, record.bucket, c.text()), {}, false, "", 0, 0});
@@ -309,8 +324,7 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   // Half the budget compiles; the rest checks and times, first alone, then the best interleaved.
   const double budget = std::max(options.seconds, 0.05);
   compile_all(k, built, std::max(1, options.jobs),
-              start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.5)),
-              options);
+              start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.5)), limits);
   // Each compiled candidate gets runs worth a share of a quarter of the budget (3 to 50).
   size_t compiled = 0;
   for (const Built& b : built) compiled += b.ok;
@@ -374,7 +388,7 @@ TuneRecord tune_kernel(const Kernel& k, const std::string& key, KernelFn hand, c
   }
   compile_all(k, second, std::max(1, options.jobs),
               start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget * 0.75)),
-              options);
+              limits);
   for (Built& b : second) check_and_time(b);
   std::sort(passed.begin(), passed.end(), [](const Built* a, const Built* b) { return a->us < b->us; });
   const auto general = std::find_if(passed.begin(), passed.end(), [](const Built* b) { return b->general; });
