@@ -200,9 +200,8 @@ TEST(Distributed, StoppedRankIsAnErrorOnTheOthersWithinTheTimeout) {
   EXPECT_LT(seconds, 30);
 }
 
-// The same through halving-doubling, Gloo's all-reduce for large buffers (the limit lowered so
-// that 1000 floats take it), and through Gloo's options API, which a call with a timeout of its own
-// takes (the group's is 30 s here).
+// The same through Gloo's options API, which buffers past the ring's limit take (lowered so that
+// 1000 floats do), and a call with a timeout of its own (the group's is 30 s here).
 TEST(Distributed, StoppedRankIsAnErrorThroughEveryGlooPath) {
   for (const auto& [args, env] : std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
            {{"stop"}, {kInterp, "KILN_TEST_TIMEOUT_MS=1500", "KILN_GLOO_RING_MAX_BYTES=64"}},
@@ -216,8 +215,8 @@ TEST(Distributed, StoppedRankIsAnErrorThroughEveryGlooPath) {
   }
 }
 
-// Gloo's ring and halving-doubling (past a lowered limit) on every dtype and op, with 2 and 4 ranks;
-// the ring alone (kiln's limit) with 3.
+// Gloo's ring and its options API (past a lowered limit) on every dtype and op, with 2 and 4 ranks;
+// kiln's limit with 3.
 TEST(Distributed, EveryDtypeAndOpThroughBothGlooAllreduces) {
   expect_all_pass(run_ranks(2, {"every_dtype"}, {kInterp, "KILN_GLOO_RING_MAX_BYTES=256"}));
   expect_all_pass(run_ranks(4, {"every_dtype"}, {kInterp, "KILN_GLOO_RING_MAX_BYTES=256"}));

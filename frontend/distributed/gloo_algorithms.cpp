@@ -1,8 +1,6 @@
 #include "frontend/distributed/gloo_algorithms.h"
 
 #if KILN_HAVE_GLOO
-#include <gloo/allgather_ring.h>
-#include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/barrier_all_to_one.h>
 #include <gloo/broadcast_one_to_all.h>
@@ -22,8 +20,8 @@ namespace {
 
 enum Collective { kAllreduce, kBroadcast, kBarrier };
 
-// The most instances kept, and the most memory they hold (an entry's count is about twice its
-// buffer: the ring's inbox and outbox, or halving-doubling's copy and its inbox).
+// The most instances kept, and the most memory they hold (a ring's is twice its buffer: its inbox
+// and outbox).
 constexpr size_t kMaxEntries = 32;
 constexpr size_t kMaxHeldBytes = size_t(512) << 20;
 
@@ -40,7 +38,9 @@ const gloo::ReductionFunction<T>* reduction(ReduceOp op) {
 }
 
 // The ring sends from and receives into buffers of its own; the caller's pointer is only reduced
-// into, so one instance serves every call of its size.
+// into, so one instance serves every call of its size. Its run() returns before its last
+// notifications to the left neighbour are written, which a rank that exits at once (after a last
+// all-reduce, or an error) would lose, failing the neighbour's call: run_on waits for them.
 template <typename T>
 struct RingAllreduce final : GlooAlgorithms::Entry {
   struct Ring : gloo::AllreduceRing<T> {
@@ -48,6 +48,7 @@ struct RingAllreduce final : GlooAlgorithms::Entry {
     void run_on(T* data) {
       this->ptrs_[0] = data;
       this->run();
+      for (int round = 0; round < this->contextSize_ - 1; ++round) this->sendNotificationBuf_->waitSend();
     }
   } ring;
   RingAllreduce(const std::shared_ptr<gloo::Context>& context, size_t count, ReduceOp op)
@@ -62,20 +63,8 @@ struct Owned {
   size_t bytes;
 };
 
-template <typename T>
-struct HalvingDoublingAllreduce final : GlooAlgorithms::Entry {
-  Owned buffer;
-  gloo::AllreduceHalvingDoubling<T> algorithm;
-  HalvingDoublingAllreduce(const std::shared_ptr<gloo::Context>& context, size_t count, ReduceOp op)
-      : buffer(count * sizeof(T)),
-        algorithm(context, {reinterpret_cast<T*>(buffer.memory.get())}, int(count), reduction<T>(op)) {}
-  void run(const void*, void* output) override {
-    std::memcpy(buffer.memory.get(), output, buffer.bytes);
-    algorithm.run();
-    std::memcpy(output, buffer.memory.get(), buffer.bytes);
-  }
-};
-
+// The receivers' clear-to-send messages are read by the root before it sends, and it waits for
+// its sends: nothing of a call is in flight when run() returns.
 struct Broadcast final : GlooAlgorithms::Entry {
   Owned buffer;
   bool root;
@@ -89,10 +78,18 @@ struct Broadcast final : GlooAlgorithms::Entry {
   }
 };
 
+// The root's run() returns before its replies are written: waits for them, as the ring does.
 struct Barrier final : GlooAlgorithms::Entry {
-  gloo::BarrierAllToOne algorithm;
+  struct AllToOne : gloo::BarrierAllToOne {
+    using gloo::BarrierAllToOne::BarrierAllToOne;
+    void run_and_flush() {
+      run();
+      if (contextRank_ == rootRank_)
+        for (auto& buffer : sendBuffers_) buffer->waitSend();
+    }
+  } algorithm;
   explicit Barrier(const std::shared_ptr<gloo::Context>& context) : algorithm(context) {}
-  void run(const void*, void*) override { algorithm.run(); }
+  void run(const void*, void*) override { algorithm.run_and_flush(); }
 };
 
 }  // namespace
@@ -103,9 +100,8 @@ GlooAlgorithms::GlooAlgorithms(std::shared_ptr<gloo::Context> context, size_t ri
 GlooAlgorithms::~GlooAlgorithms() = default;
 
 size_t GlooAlgorithms::default_ring_max_bytes(int ranks) {
-  // Measured on loopback (perf/RESULTS.md): with two ranks the ring sends each rank's buffer once,
-  // as any algorithm must, and needs no copy, so it is as fast at every size; with more it sends
-  // n-1 times the buffer, and halving-doubling wins above a few hundred KiB.
+  // With two ranks the ring sends each rank's buffer once, as any algorithm must; with more it
+  // sends n-1 times the buffer, where Gloo's options API sends 2 (n-1)/n of it.
   return ranks <= 2 ? size_t(INT_MAX) : size_t(256) << 10;
 }
 
@@ -132,18 +128,14 @@ bool GlooAlgorithms::allreduce(ScalarType dtype, void* data, size_t count, Reduc
     using T = decltype(element);
     const size_t bytes = count * sizeof(T);
     if (bytes > size_t(INT_MAX)) return;
-    if (context_->size > 1) {
-      // The ring has each rank add the others' buffers in an order of its own: past two ranks,
-      // floating-point results would differ between ranks in their last bits (and DDP's replicas
-      // drift apart), where halving-doubling gives every rank the same sums.
-      const bool exact = std::is_integral_v<T>;
-      const bool ring = bytes <= ring_max_bytes_ && (context_->size <= 2 || exact);
-      Entry& entry = find(Key{kAllreduce, int(dtype), count, int(op)}, 2 * bytes, [&]() -> std::unique_ptr<Entry> {
-        if (ring) return std::make_unique<RingAllreduce<T>>(context_, count, op);
-        return std::make_unique<HalvingDoublingAllreduce<T>>(context_, count, op);
-      });
-      entry.run(data, data);
-    }
+    // The ring has each rank add the others' buffers in an order of its own: past two ranks,
+    // floating-point results would differ between ranks in their last bits (and DDP's replicas
+    // drift apart). Gloo's halving-doubling would not, but returns before its sends are written.
+    if (bytes > ring_max_bytes_ || (context_->size > 2 && !std::is_integral_v<T>)) return;
+    if (context_->size > 1)
+      find(Key{kAllreduce, int(dtype), count, int(op)}, 2 * bytes, [&] {
+        return std::make_unique<RingAllreduce<T>>(context_, count, op);
+      }).run(data, data);
     done = true;
   });
   return done;
@@ -165,12 +157,13 @@ bool GlooAlgorithms::allgather(const void* input, void* output, size_t bytes) {
     std::memcpy(output, input, bytes);
     return true;
   }
-  // The ring all-gather receives straight into its output, where a peer's next call would write
-  // before this rank had read this one's: an instance per call, over the caller's memory.
-  gloo::AllgatherRing<char> algorithm(context_, {static_cast<const char*>(input)}, static_cast<char*>(output),
-                                      int(bytes));
-  algorithm.run();
-  return true;
+  // A byte sum over every rank's part in place and zeros elsewhere: exact, and through the
+  // all-reduce instances, which may be kept. (Gloo's AllgatherRing receives straight into its
+  // output, where a peer's next call would write before this rank had read this one's, and does
+  // not wait for its sends before it returns.)
+  std::memset(output, 0, all);
+  std::memcpy(static_cast<char*>(output) + size_t(context_->rank) * bytes, input, bytes);
+  return allreduce(kByte, output, all, ReduceOp::SUM);
 }
 
 void GlooAlgorithms::barrier() {

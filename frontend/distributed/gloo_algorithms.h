@@ -8,9 +8,9 @@
 // never per pointer (a tensor's address differs between ranks, and from one call to the next), in
 // a bounded cache whose evictions, being least recently used, are the same on every rank. The
 // ring all-reduce moves data through memory of its own and reduces into whatever pointer it is
-// given; halving-doubling and the broadcast bind their memory when made, so their instances own
-// memory that a call copies into and out of. The ring all-gather is made for each call (see
-// allgather()).
+// given; the broadcast binds its memory when made, so its instances own memory that a call copies
+// into and out of. All-gathers are all-reduces (see allgather()). What the ring cannot take
+// (floating-point sums past two ranks, buffers past `ring_max_bytes`) goes through the options API.
 //
 // Messages wait the pairs' timeout: the context's when the group connected. A call with another
 // timeout goes through the options API, which takes one per call.
@@ -53,15 +53,14 @@ void with_gloo_element_type(ScalarType dtype, const std::string& call, F&& f) {
 class GlooAlgorithms {
  public:
   // `ring_max_bytes`: all-reduces up to this size take the ring (on more than two ranks, of
-  // integers only); others halving-doubling (each rank sending 2 (n-1)/n of the buffer, where the
-  // ring sends n-1 times all of it).
+  // integers only).
   GlooAlgorithms(std::shared_ptr<gloo::Context> context, size_t ring_max_bytes);
   ~GlooAlgorithms();
   GlooAlgorithms(const GlooAlgorithms&) = delete;
   GlooAlgorithms& operator=(const GlooAlgorithms&) = delete;
 
-  // Each returns false, doing nothing, where the classes cannot take the call (a buffer of 2 GiB
-  // or more: they count bytes in an int); the caller then uses the options API.
+  // Each returns false where the classes do not take the call (see above; and buffers of 2 GiB or
+  // more: they count bytes in an int); the caller then uses the options API.
   bool allreduce(ScalarType dtype, void* data, size_t count, ReduceOp op);  // AVG sums
   bool broadcast(void* data, size_t bytes, int root);
   bool allgather(const void* input, void* output, size_t bytes);  // output: `bytes` per rank, in rank order

@@ -402,8 +402,10 @@ int mismatched_models(const std::string& what) {
     return 1;
   } catch (const kiln::Error& e) {
     std::printf("rank %d: %s\n", rank, e.what());
-    std::fflush(stdout);
-    _exit(0);
+    // Leaving through destroy_process_group: a rank that _exit()s right after a collective can
+    // fail the others' (see ~ProcessGroupGloo).
+    dist::destroy_process_group();
+    return 0;
   }
 }
 
