@@ -33,6 +33,7 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_HALIDE_COMPILER")) c.halide_compiler = v;
   if (const char* v = std::getenv("KILN_PREBUILT_RUNTIME")) c.prebuilt_halide_runtime = std::string(v) != "0";
   if (const char* v = std::getenv("KILN_DISTRIBUTED_DEBUG")) c.distributed_debug = std::string(v) == "1";
+  if (const char* v = std::getenv("KILN_GLOO_RING_MAX_BYTES")) c.gloo_ring_max_bytes = std::atoll(v);
   if (const char* v = std::getenv("KILN_TUNED")) c.use_tuned = std::string(v) != "0";
   if (const char* v = std::getenv("KILN_TUNE_RECORD")) c.tune_record = v;
   if (const char* v = std::getenv("KILN_TUNE_SECONDS")) c.tune_seconds = std::atof(v);

@@ -33,6 +33,10 @@ struct Config {
   // KILN_DISTRIBUTED_DEBUG=1: the ranks compare each collective's name, shape and dtype before
   // running it even where the caller verified its layout once (DDP's buckets); others always do.
   bool distributed_debug = false;
+  // KILN_GLOO_RING_MAX_BYTES: Gloo all-reduces up to this size run its ring algorithm class (past
+  // two ranks, of integers only), others its options API (0: kiln's choice for the job's size).
+  // Must be the same on every rank.
+  int64_t gloo_ring_max_bytes = 0;
   // Tuning (`kiln tune`, codegen/halide/tune.h). KILN_TUNED=0: flushes ignore the tuning database
   // and run every kernel with its hand schedule.
   bool use_tuned = true;

@@ -200,6 +200,29 @@ TEST(Distributed, StoppedRankIsAnErrorOnTheOthersWithinTheTimeout) {
   EXPECT_LT(seconds, 30);
 }
 
+// The same through Gloo's options API, which buffers past the ring's limit take (lowered so that
+// 1000 floats do), and a call with a timeout of its own (the group's is 30 s here).
+TEST(Distributed, StoppedRankIsAnErrorThroughEveryGlooPath) {
+  for (const auto& [args, env] : std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
+           {{"stop"}, {kInterp, "KILN_TEST_TIMEOUT_MS=1500", "KILN_GLOO_RING_MAX_BYTES=64"}},
+           {{"stop", "1500"}, {kInterp, "KILN_TEST_TIMEOUT_MS=30000"}}}) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto ranks = run_ranks(2, args, env, /*grace=*/0.2);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(ranks[0].exited_zero()) << ranks[0].output;
+    EXPECT_NE(ranks[0].output.find("all_reduce(SUM) (gloo) failed"), std::string::npos) << ranks[0].output;
+    EXPECT_LT(seconds, 25);
+  }
+}
+
+// Gloo's ring and its options API (past a lowered limit) on every dtype and op, with 2 and 4 ranks;
+// kiln's limit with 3.
+TEST(Distributed, EveryDtypeAndOpThroughBothGlooAllreduces) {
+  expect_all_pass(run_ranks(2, {"every_dtype"}, {kInterp, "KILN_GLOO_RING_MAX_BYTES=256"}));
+  expect_all_pass(run_ranks(4, {"every_dtype"}, {kInterp, "KILN_GLOO_RING_MAX_BYTES=256"}));
+  expect_all_pass(run_ranks(3, {"every_dtype"}, {kInterp}));
+}
+
 // Without KILN_DISTRIBUTED_DEBUG: every rank's error names the op and both ranks' shapes, and
 // the group goes on working.
 TEST(Distributed, MismatchedShapesAreAnErrorNamingBoth) {

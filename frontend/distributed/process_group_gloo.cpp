@@ -16,6 +16,7 @@
 
 #include "frontend/autograd.h"
 #include "frontend/distributed/collective_queue.h"
+#include "frontend/distributed/gloo_algorithms.h"
 #include "frontend/distributed/process_group.h"
 #include "frontend/ops.h"
 #include "runtime/config.h"
@@ -203,27 +204,6 @@ ReduceFunc reduce_func(ReduceOp op) {
   return nullptr;
 }
 
-// Calls f with a value of the C++ type Gloo moves `dtype` as.
-template <typename F>
-void with_element_type(ScalarType dtype, const std::string& call, F&& f) {
-  if (dtype == kFloat)
-    f(float{});
-  else if (dtype == kDouble)
-    f(double{});
-  else if (dtype == kLong)
-    f(int64_t{});
-  else if (dtype == kInt)
-    f(int32_t{});
-  else if (dtype == kByte || dtype == kBool)
-    f(uint8_t{});
-  else if (dtype == kChar)
-    f(int8_t{});
-  else if (dtype == kHalf)
-    f(gloo::float16{});
-  else
-    throw Error(call + ": dtype " + dtype_name(dtype) + " is not supported by the gloo backend");
-}
-
 using detail::stage;
 using detail::Staged;
 using detail::write_back;
@@ -232,7 +212,7 @@ using detail::write_back;
 Staged stage_for_gloo(const Tensor& t, const std::string& call) {
   KILN_CHECK(!t.defined() || t.is_cpu(), call, ": the gloo backend takes CPU tensors, got one on ", t.device().str(),
              " (init_process_group(\"nccl\") for CUDA tensors)");
-  if (t.defined()) with_element_type(t.dtype(), call, [](auto) {});
+  if (t.defined()) detail::with_gloo_element_type(t.dtype(), call, [](auto) {});
   return stage(t, call);
 }
 
@@ -266,10 +246,16 @@ struct ProcessGroupGloo::Impl {
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;
   uint32_t next_tag = 0;
-  std::unique_ptr<detail::CollectiveQueue> queue;
+  std::unique_ptr<detail::GlooAlgorithms> algorithms;  // used on the queue's thread only
+  std::unique_ptr<detail::CollectiveQueue> queue;      // last: ends first, with the jobs that use the rest
 
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const {
     return requested == kUnsetTimeout ? timeout : requested;
+  }
+  // The algorithm classes for a call with this timeout, or null: the options API, which takes a
+  // timeout per call (the classes wait the pairs' timeout, the group's).
+  detail::GlooAlgorithms* algorithms_for(std::chrono::milliseconds op_timeout) const {
+    return op_timeout == timeout ? algorithms.get() : nullptr;
   }
 
   // Queues `job`, which gets this collective's tag. Where `check` (or KILN_DISTRIBUTED_DEBUG), the
@@ -281,23 +267,25 @@ struct ProcessGroupGloo::Impl {
     check = check || config().distributed_debug;
     const uint32_t check_tag = check ? next_tag++ : 0;
     const uint32_t tag = next_tag++;
-    return queue->enqueue(name,
-                          [context = context, job = std::move(job), tag, check, check_tag, signature, op_timeout] {
-                            if (check && context->size > 1) {
-                              // One all-gather of kSignatureBytes per rank: a round trip, whatever the collective's
-                              // size.
-                              std::vector<char> mine = detail::signature_bytes(signature);
-                              std::vector<char> all(detail::kSignatureBytes * size_t(context->size), 0);
-                              gloo::AllgatherOptions opts(context);
-                              opts.setInput(mine.data(), mine.size());
-                              opts.setOutput(all.data(), all.size());
-                              opts.setTag(check_tag);
-                              opts.setTimeout(op_timeout);
-                              gloo::allgather(opts);
-                              detail::compare_signatures(all, context->rank, context->size);
-                            }
-                            job(tag);
-                          });
+    return queue->enqueue(name, [context = context, algorithms = algorithms_for(op_timeout), job = std::move(job), tag,
+                                 check, check_tag, signature, op_timeout] {
+      if (check && context->size > 1) {
+        // One all-gather of kSignatureBytes per rank: a round trip, whatever the collective's
+        // size.
+        std::vector<char> mine = detail::signature_bytes(signature);
+        std::vector<char> all(detail::kSignatureBytes * size_t(context->size), 0);
+        if (!algorithms || !algorithms->allgather(mine.data(), all.data(), mine.size())) {
+          gloo::AllgatherOptions opts(context);
+          opts.setInput(mine.data(), mine.size());
+          opts.setOutput(all.data(), all.size());
+          opts.setTag(check_tag);
+          opts.setTimeout(op_timeout);
+          gloo::allgather(opts);
+        }
+        detail::compare_signatures(all, context->rank, context->size);
+      }
+      job(tag);
+    });
   }
 };
 
@@ -325,10 +313,32 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
                 " could not connect to the others within " + std::to_string(options->timeout.count()) +
                 " ms: " + e.what());
   }
+  const int64_t ring_max = config().gloo_ring_max_bytes;
+  impl_->algorithms = std::make_unique<detail::GlooAlgorithms>(
+      impl_->context, ring_max > 0 ? size_t(ring_max) : detail::GlooAlgorithms::default_ring_max_bytes(size));
   impl_->queue = std::make_unique<detail::CollectiveQueue>("gloo");
 }
 
-ProcessGroupGloo::~ProcessGroupGloo() = default;  // the queue runs what was queued first
+// Gloo's algorithm classes fail a wait whose message came in with the peer's close (they look for
+// the pair's error before the message), so a rank that left right after its last collective could
+// fail its neighbour's: the ranks leave through a barrier of the options API, which looks the other
+// way round. A pair already broken (a rank gone) fails it at once. The queue runs what was queued
+// first.
+ProcessGroupGloo::~ProcessGroupGloo() {
+  if (size_ < 2) return;
+  try {
+    impl_->queue
+        ->enqueue("barrier",
+                  [context = impl_->context, tag = impl_->next_tag++, timeout = impl_->timeout] {
+                    gloo::BarrierOptions opts(context);
+                    opts.setTag(tag);
+                    opts.setTimeout(timeout);
+                    gloo::barrier(opts);
+                  })
+        ->wait();
+  } catch (const std::exception&) {
+  }  // a rank gone: nobody to wait for
+}
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
   const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";
@@ -339,9 +349,10 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, 
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
       name, name + " " + detail::shape_text(tensors[0]),
-      [context, s, op, timeout](uint32_t tag) {
+      [context, algorithms = impl_->algorithms_for(timeout), s, op, timeout](uint32_t tag) {
         if (s.elements == 0) return;
-        with_element_type(s.tensor.dtype(), "all_reduce", [&](auto element) {
+        if (algorithms && algorithms->allreduce(s.tensor.dtype(), s.data, s.elements, op)) return;
+        detail::with_gloo_element_type(s.tensor.dtype(), "all_reduce", [&](auto element) {
           using T = decltype(element);
           gloo::AllreduceOptions opts(context);
           opts.setOutput(static_cast<T*>(s.data), s.elements);
@@ -365,9 +376,10 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(std::vector<Tensor>& tensors, 
   const int root = int(options.rootRank);
   auto work = impl_->enqueue(
       name, name + " from " + std::to_string(root) + " " + detail::shape_text(tensors[0]),
-      [context, s, root, timeout](uint32_t tag) {
+      [context, algorithms = impl_->algorithms_for(timeout), s, root, timeout](uint32_t tag) {
         if (s.elements == 0) return;
-        with_element_type(s.tensor.dtype(), "broadcast", [&](auto element) {
+        if (algorithms && algorithms->broadcast(s.data, s.elements * size_t(s.tensor.element_size()), root)) return;
+        detail::with_gloo_element_type(s.tensor.dtype(), "broadcast", [&](auto element) {
           using T = decltype(element);
           gloo::BroadcastOptions opts(context);
           if (context->rank == root) opts.setInput(static_cast<T*>(s.data), s.elements);
@@ -395,9 +407,11 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(std::vector<std::vector<Tensor
   const auto timeout = impl_->timeout_of(options.timeout);
   auto work = impl_->enqueue(
       name, name + " " + detail::shape_text(input),
-      [context, s, gathered, gathered_data, timeout](uint32_t tag) {
+      [context, algorithms = impl_->algorithms_for(timeout), s, gathered, gathered_data, timeout](uint32_t tag) {
         if (s.elements == 0) return;
-        with_element_type(s.tensor.dtype(), "all_gather", [&](auto element) {
+        if (algorithms && algorithms->allgather(s.data, gathered_data, s.elements * size_t(s.tensor.element_size())))
+          return;
+        detail::with_gloo_element_type(s.tensor.dtype(), "all_gather", [&](auto element) {
           using T = decltype(element);
           gloo::AllgatherOptions opts(context);
           opts.setInput(static_cast<T*>(s.data), s.elements);
@@ -429,7 +443,11 @@ std::shared_ptr<Work> ProcessGroupGloo::barrier(const BarrierOptions& options) {
   const auto timeout = impl_->timeout_of(options.timeout);
   return impl_->enqueue(
       "barrier", "barrier",
-      [context, timeout](uint32_t tag) {
+      [context, algorithms = impl_->algorithms_for(timeout), timeout](uint32_t tag) {
+        if (algorithms) {
+          algorithms->barrier();
+          return;
+        }
         gloo::BarrierOptions opts(context);
         opts.setTag(tag);
         opts.setTimeout(timeout);

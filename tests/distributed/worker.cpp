@@ -262,9 +262,76 @@ int ddp_partly_unused() {
   return g_failures ? 1 : 0;
 }
 
+// Every dtype and op the gloo backend takes, in all_reduce, broadcast and all_gather, at two sizes
+// (the test sets KILN_GLOO_RING_MAX_BYTES between them, so that both of Gloo's all-reduce
+// algorithms run), twice over on fresh tensors: Gloo's instances are kept per shape, not per memory.
+int every_dtype() {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  using kiln::ScalarType;
+  const std::vector<ScalarType> dtypes = {kiln::kFloat, kiln::kDouble, kiln::kLong, kiln::kInt,
+                                          kiln::kByte,  kiln::kChar,   kiln::kHalf, kiln::kBool};
+  const std::vector<dist::ReduceOp> ops = {dist::ReduceOp::SUM, dist::ReduceOp::AVG, dist::ReduceOp::PRODUCT,
+                                           dist::ReduceOp::MIN, dist::ReduceOp::MAX};
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n : {int64_t(5), int64_t(300)}) {
+      for (ScalarType dtype : dtypes) {
+        const bool is_bool = dtype == kiln::kBool;
+        auto of_rank = [&](int r) {
+          std::vector<double> v(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i) v[size_t(i)] = is_bool ? (r + i) % 2 : 1 + (r + i) % 3;
+          return v;
+        };
+        auto make = [&](int r) { return kiln::tensor(of_rank(r)).to(dtype); };
+        auto expect_values = [&](const Tensor& t, const std::vector<double>& want, const char* what) {
+          if (t.to(kiln::kDouble).to_vector<double>() != want) {
+            std::printf("FAILED %s of %lld %s in round %d\n", what, (long long)n, kiln::dtype_name(dtype), round);
+            ++g_failures;
+          }
+        };
+        for (dist::ReduceOp op : ops) {
+          const bool sums = op == dist::ReduceOp::SUM || op == dist::ReduceOp::PRODUCT || op == dist::ReduceOp::AVG;
+          if ((is_bool && sums) || (op == dist::ReduceOp::AVG && !kiln::is_floating(dtype))) continue;
+          std::vector<double> want = of_rank(0);
+          for (int r = 1; r < world; ++r) {
+            const std::vector<double> v = of_rank(r);
+            for (size_t i = 0; i < want.size(); ++i) {
+              if (op == dist::ReduceOp::PRODUCT)
+                want[i] *= v[i];
+              else if (op == dist::ReduceOp::MIN)
+                want[i] = std::min(want[i], v[i]);
+              else if (op == dist::ReduceOp::MAX)
+                want[i] = std::max(want[i], v[i]);
+              else
+                want[i] += v[i];
+            }
+          }
+          if (op == dist::ReduceOp::AVG)
+            for (double& w : want) w = double(kiln::tensor(w / world).to(dtype).to(kiln::kDouble).item<double>());
+          Tensor t = make(rank);
+          dist::all_reduce(t, op);
+          expect_values(t, want, dist::reduce_op_name(op));
+        }
+        Tensor b = make(rank);
+        dist::broadcast(b, world - 1);
+        expect_values(b, of_rank(world - 1), "broadcast");
+        std::vector<Tensor> gathered;
+        for (int r = 0; r < world; ++r) gathered.push_back(kiln::zeros({n}, kiln::TensorOptions(dtype)));
+        dist::all_gather(gathered, make(rank));
+        for (int r = 0; r < world; ++r) expect_values(gathered[size_t(r)], of_rank(r), "all_gather");
+      }
+    }
+  }
+  dist::barrier();
+  dist::destroy_process_group();
+  std::printf("rank %d of %d: every dtype %s\n", rank, world, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
 // The last rank dies (exits, or stops with SIGSTOP) after the group is made; the others must get
-// kiln::Error from their next all_reduce, within the timeout.
-int peer_fails(bool stop) {
+// kiln::Error from their next all_reduce, within the timeout: the group's, or `call_timeout_ms`
+// of the call itself where above 0.
+int peer_fails(bool stop, int call_timeout_ms = 0) {
   init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
   dist::barrier();
@@ -275,7 +342,14 @@ int peer_fails(bool stop) {
   }
   const auto start = std::chrono::steady_clock::now();
   try {
-    dist::all_reduce(kiln::ones({1000}));
+    if (call_timeout_ms > 0) {
+      std::vector<Tensor> tensors{kiln::ones({1000})};
+      dist::AllreduceOptions options;
+      options.timeout = std::chrono::milliseconds(call_timeout_ms);
+      dist::default_process_group()->allreduce(tensors, options)->wait();
+    } else {
+      dist::all_reduce(kiln::ones({1000}));
+    }
     std::printf("rank %d: all_reduce returned with a rank gone\n", rank);
     return 1;
   } catch (const kiln::Error& e) {
@@ -328,8 +402,10 @@ int mismatched_models(const std::string& what) {
     return 1;
   } catch (const kiln::Error& e) {
     std::printf("rank %d: %s\n", rank, e.what());
-    std::fflush(stdout);
-    _exit(0);
+    // Leaving through destroy_process_group: a rank that _exit()s right after a collective can
+    // fail the others' (see ~ProcessGroupGloo).
+    dist::destroy_process_group();
+    return 0;
   }
 }
 
@@ -350,7 +426,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (scenario == "exit") return peer_fails(false);
-    if (scenario == "stop") return peer_fails(true);
+    if (scenario == "stop") return peer_fails(true, argc > 2 ? std::atoi(argv[2]) : 0);
+    if (scenario == "every_dtype") return every_dtype();
     if (scenario == "shapes") return mismatched_shapes(argc > 2 ? argv[2] : "all_reduce");
     if (scenario == "ddp_partly_unused") return ddp_partly_unused();
     if (scenario == "models") return mismatched_models(argc > 2 ? argv[2] : "");
@@ -360,6 +437,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
-               "ddp_partly_unused|exit|stop|shapes [all_reduce|broadcast|all_gather]|models [buckets]\n");
+               "ddp_partly_unused|exit|stop [CALL_TIMEOUT_MS]|every_dtype|shapes "
+               "[all_reduce|broadcast|all_gather]|models [buckets]\n");
   return 2;
 }
