@@ -64,9 +64,9 @@ class Node : public std::enable_shared_from_this<Node> {
   detail::SmallVector<Shape, 1> output_shapes;  // to make zero gradients for unused outputs
   detail::SmallVector<ScalarType, 1> output_dtypes;
   detail::SmallVector<Device, 1> output_devices;  // where those zero gradients are made
-  uint64_t sequence_nr = 0;            // creation order: later nodes run first among ready
-  uint64_t eager_group = 0;            // the tracer::EagerGroup it was made in (0: none): eager mode runs
-                                       // the backward of a group's nodes as one group too
+  uint64_t sequence_nr = 0;                       // creation order: later nodes run first among ready
+  uint64_t eager_group = 0;                       // the tracer::EagerGroup it was made in (0: none): eager mode runs
+                                                  // the backward of a group's nodes as one group too
 };
 
 // Per-tensor autograd state (PyTorch's AutogradMeta).

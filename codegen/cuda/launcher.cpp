@@ -42,7 +42,7 @@ struct DeviceState {
   driver::CUstream stream = nullptr;
   CUdeviceptr block_count = 0;  // SplitWhole kernels' counter: zero, and left zero by each
   cublasHandle blas = nullptr;
-  std::mutex mutex;                                    // modules and the per-op kernels
+  std::mutex mutex;  // modules and the per-op kernels
   // The loaded functions by the kernel's structural key (Partition::keys, library_key for a
   // library kernel), one map per index width: the partition cache has the key already, so a launch
   // neither rebuilds it nor appends cuda_key's suffix.
