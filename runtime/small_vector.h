@@ -72,7 +72,12 @@ class SmallVector {
   }
   template <class... Args>
   T& emplace_back(Args&&... args) {
-    if (size_ == capacity_) grow(2 * capacity_);
+    if (size_ == capacity_) {
+      // Made before growing: `args` may name an element the growth moves (v.push_back(v[0])).
+      T value(std::forward<Args>(args)...);
+      grow(2 * capacity_);
+      return *new (data_ + size_++) T(std::move(value));
+    }
     T* p = new (data_ + size_) T(std::forward<Args>(args)...);
     ++size_;
     return *p;
