@@ -10,9 +10,9 @@ namespace {
 // What a kernel's source needs of CUDA, for the host compiler.
 [[maybe_unused]] constexpr const char* kHostCuda = R"cpp(
 #include <math.h>
-#include <cstring>
-#include <condition_variable>
-#include <mutex>
+#include <pthread.h>
+#include <string.h>
+#include <initializer_list>
   struct dim3 {
     unsigned x = 1, y = 1, z = 1;
   };
@@ -24,20 +24,21 @@ namespace {
 #define __launch_bounds__(n)
 #define __shared__ static
   namespace kiln_host {
-  struct Barrier {
-    std::mutex mutex;
-    std::condition_variable cv;
+  struct Barrier {  // pthread's, not <mutex>'s: the C++ headers took 90% of each kernel's host compile
+    pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     unsigned waiting = 0, generation = 0;
     void wait(unsigned count) {
-      std::unique_lock<std::mutex> lock(mutex);
+      pthread_mutex_lock(&mutex);
       const unsigned g = generation;
       if (++waiting == count) {
         waiting = 0;
         ++generation;
-        cv.notify_all();
+        pthread_cond_broadcast(&cv);
       } else {
-        cv.wait(lock, [&] { return g != generation; });
+        while (g == generation) pthread_cond_wait(&cv, &mutex);
       }
+      pthread_mutex_unlock(&mutex);
     }
   };
   Barrier block_barrier, warp_barriers[32];
@@ -51,51 +52,52 @@ namespace {
   inline void __threadfence() {}
   inline double __longlong_as_double(long long v) {
     double d;
-    std::memcpy(&d, &v, 8);
+    memcpy(&d, &v, 8);
     return d;
   }
   inline long long __double_as_longlong(double d) {
     long long v;
-    std::memcpy(&v, &d, 8);
+    memcpy(&v, &d, 8);
     return v;
   }
   inline unsigned __float_as_uint(float f) {
     unsigned u;
-    std::memcpy(&u, &f, 4);
+    memcpy(&u, &f, 4);
     return u;
   }
   inline float __uint_as_float(unsigned u) {
     float f;
-    std::memcpy(&f, &u, 4);
+    memcpy(&f, &u, 4);
     return f;
   }
   namespace kiln_host {
-  std::mutex atomic_mutex;
+  pthread_mutex_t atomic_mutex = PTHREAD_MUTEX_INITIALIZER;
   }
   template <class T>
   T atomicAdd(T* p, T v) {
-    std::lock_guard<std::mutex> lock(kiln_host::atomic_mutex);
+    pthread_mutex_lock(&kiln_host::atomic_mutex);
     T old = *p;
     *p += v;
+    pthread_mutex_unlock(&kiln_host::atomic_mutex);
     return old;
   }
   template <class T>
   T __shfl_down_sync(unsigned, T v, int offset) {
-    std::memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
+    memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
     kiln_host::warp_sync();
     const unsigned from = threadIdx.x + unsigned(offset), end = (threadIdx.x / 32 + 1) * 32;
     T r = v;
-    if (from < end && from < blockDim.x) std::memcpy(&r, kiln_host::lanes[from], sizeof r);
+    if (from < end && from < blockDim.x) memcpy(&r, kiln_host::lanes[from], sizeof r);
     kiln_host::warp_sync();
     return r;
   }
   template <class T>
   T __shfl_up_sync(unsigned, T v, int offset) {
-    std::memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
+    memcpy(kiln_host::lanes[threadIdx.x], &v, sizeof v);
     kiln_host::warp_sync();
     const unsigned lane = threadIdx.x % 32;
     T r = v;
-    if (lane >= unsigned(offset)) std::memcpy(&r, kiln_host::lanes[threadIdx.x - unsigned(offset)], sizeof r);
+    if (lane >= unsigned(offset)) memcpy(&r, kiln_host::lanes[threadIdx.x - unsigned(offset)], sizeof r);
     kiln_host::warp_sync();
     return r;
   }

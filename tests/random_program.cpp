@@ -389,6 +389,9 @@ Result run(const Program& p) {
     } else {
       v.push_back(apply_instr(in, v));
     }
+    // Each input is computed before the program runs, as a data loader's batch is: the program's
+    // kernels then read buffers, and the NaN programs share the plain programs' kernels.
+    if (in.op == "input") sync();
   }
   Tensor loss = zeros({}, p.dtype);
   for (size_t i = 0; i < p.outputs.size(); ++i) {
