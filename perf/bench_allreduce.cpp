@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
                 dist::get_backend().c_str(), world, torch::get_num_threads());
     std::printf("| size | ms | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n");
   }
-  for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(2) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
+  for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(2) << 20, int64_t(16) << 20,
+                        int64_t(64) << 20}) {
     if (mlp_only || (quick && bytes > (int64_t(1) << 20))) break;
     torch::Tensor t = torch::ones({bytes / 4});
     t.data_ptr();  // computed before the clock starts
