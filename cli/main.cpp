@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
                    "Ranks to train data-parallel on this machine (each on its share of every batch)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  train_cmd
+      ->add_option("--backend", train.backend,
+                   "Collectives between ranks: gloo (TCP), mpi (Open MPI's shared memory; ranks started by mpirun) "
+                   "or nccl (GPUs); auto: nccl on GPUs, mpi under mpirun, else gloo")
+      ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
+      ->capture_default_str();
   train.command_line.assign(argv, argv + argc);
 
   kiln::cli::BenchOptions bench;

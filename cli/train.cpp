@@ -1,16 +1,24 @@
 #include "cli/train.h"
 
 #include <kiln/distributed.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "cli/launch.h"
 #include "cli/models.h"
 #include "cli/progress.h"
+
+extern char** environ;
 
 namespace kiln::cli {
 
@@ -42,8 +50,50 @@ double accuracy(torch::nn::Sequential& model, const Tensor& images, const Tensor
   return double(correct) / double(n);
 }
 
+// Open MPI's size of the job, where mpirun started this process (0 where not).
+int mpi_world_size() {
+  const char* v = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return v ? std::atoi(v) : 0;
+}
+
+// `kiln train --backend mpi --nproc-per-node N`: this command again as N ranks of an mpirun job.
+// mpirun gets this program's path (its own /proc/self/exe is mpirun), root's consent where this is
+// root (Open MPI refuses root otherwise), and each rank's share of the cores in KILN_NUM_THREADS.
+int launch_mpi_ranks(const TrainOptions& o) {
+  std::string self(4096, '\0');
+  const ssize_t length = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  KILN_CHECK(length > 0, "train: cannot find this program's path: ", std::strerror(errno));
+  self.resize(size_t(length));
+  const int cores = std::max(1, int(std::thread::hardware_concurrency()));
+  const char* threads = std::getenv("KILN_NUM_THREADS");
+  std::vector<std::string> args = {
+      "mpirun",
+      "-np",
+      std::to_string(o.nproc_per_node),
+      "--bind-to",
+      "none",
+      "-x",
+      std::string("KILN_NUM_THREADS=") + (threads ? threads : std::to_string(std::max(1, cores / o.nproc_per_node)))};
+  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+  if (o.nproc_per_node > cores) args.push_back("--oversubscribe");
+  args.push_back(self);
+  args.insert(args.end(), o.command_line.begin() + 1, o.command_line.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int failed = ::posix_spawnp(&pid, "mpirun", nullptr, nullptr, argv.data(), environ);
+  KILN_CHECK(failed == 0, "train: --backend mpi starts the ranks with mpirun, which could not be run (",
+             std::strerror(failed), "): apt-get install openmpi-bin");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 // `kiln train --nproc-per-node N`: this command again as N ranks (they see LOCAL_RANK set).
 int launch_ranks(const TrainOptions& o) {
+  if (o.backend == "mpi") return launch_mpi_ranks(o);
   LaunchOptions job;
   job.nproc_per_node = o.nproc_per_node;
   job.command = o.command_line;
@@ -56,17 +106,23 @@ int launch_ranks(const TrainOptions& o) {
 }  // namespace
 
 int train(const TrainOptions& o) {
-  if (o.nproc_per_node > 1 && !std::getenv("LOCAL_RANK")) return launch_ranks(o);
-  // A rank of a job (started by the above or by `kiln launch`): its share of every batch, the
-  // gradients averaged by DistributedDataParallel. Rank 0 reports.
+  if (o.nproc_per_node > 1 && !std::getenv("LOCAL_RANK") && !mpi_world_size()) return launch_ranks(o);
+  // A rank of a job (started by the above, by `kiln launch` or by mpirun): its share of every
+  // batch, the gradients averaged by DistributedDataParallel. Rank 0 reports.
   const char* world_size = std::getenv("WORLD_SIZE");
-  const bool distributed = world_size && std::atoi(world_size) > 1;
+  const bool distributed = (world_size && std::atoi(world_size) > 1) || mpi_world_size() > 1;
   torch::Device device(o.device);
   // On GPUs: NCCL, one device per rank (cuda:LOCAL_RANK unless --device names one).
   const char* local_rank = std::getenv("LOCAL_RANK");
+  if (!local_rank) local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   if (distributed && device.is_cuda() && !device.has_index() && local_rank)
     device = torch::Device(torch::kCUDA, std::atoi(local_rank));
-  if (distributed) kiln::distributed::init_process_group(device.is_cuda() ? "nccl" : "gloo");
+  std::string backend = o.backend;
+  if (backend == "auto") backend = device.is_cuda() ? "nccl" : mpi_world_size() ? "mpi" : "gloo";
+  if (distributed && backend == "mpi")
+    kiln::distributed::init_process_group("mpi", "env://", -1, -1);
+  else if (distributed)
+    kiln::distributed::init_process_group(backend);
   const int rank = distributed ? kiln::distributed::get_rank() : 0;
   const int world = distributed ? kiln::distributed::get_world_size() : 1;
   const bool reports = rank == 0;
@@ -91,7 +147,7 @@ int train(const TrainOptions& o) {
     std::printf("kiln train: %s on %s, Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, batch %lld",
                 o.model.c_str(), device.str().c_str(), (long long)train_set.size(), (long long)test_set.size(),
                 dir.c_str(), o.optimizer.c_str(), o.lr, (long long)o.batch_size);
-    if (distributed) std::printf(" split over %d ranks", world);
+    if (distributed) std::printf(" split over %d ranks (%s)", world, kiln::distributed::get_backend().c_str());
     std::printf("\n");
     std::fflush(stdout);
   }

@@ -24,6 +24,9 @@ struct TrainOptions {
   // training a DistributedDataParallel copy on its share of every batch. A rank is a process
   // started with WORLD_SIZE set, by this or by `kiln launch`.
   int nproc_per_node = 1;
+  // auto: nccl on GPUs, mpi in a job mpirun started, else gloo. With mpi, --nproc-per-node starts
+  // the ranks through mpirun (Open MPI moves the gradients through shared memory, Gloo through TCP).
+  std::string backend = "auto";
   std::vector<std::string> command_line;
 };
 

@@ -1,7 +1,7 @@
 // all_reduce bandwidth over Gloo, and what DDP's communication adds to a training step. Run one
 // rank per process: `build/cli/kiln launch --nproc-per-node 2 -- build/perf/bench_allreduce`
 // (alone, it is a job of one rank), or over MPI: `mpirun -np 2 build/perf/bench_allreduce`. Rank 0 prints the tables;
-// `--quick` for a short run.
+// `--quick` for a short run, `--mlp-only` for the training steps alone.
 #include <kiln/distributed.h>
 #include <kiln/torch.h>
 #include <unistd.h>
@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <string>
 
@@ -21,8 +22,14 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 // Seconds per `step`, over as many steps as fill `min_seconds` on rank 0 (which tells the others
 // the count, so that every rank runs the same collectives and nothing else while timed).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
 template <typename F>
-double time_steps(F&& step, double min_seconds) {
+double time_steps(F&& step, double min_seconds, double* cpu_per_step = nullptr) {
   for (int i = 0; i < 2; ++i) step();  // warm: connections, kernels
   auto start = Clock::now();
   for (int i = 0; i < 3; ++i) step();
@@ -32,14 +39,20 @@ double time_steps(F&& step, double min_seconds) {
   const int64_t steps = count.item<int64_t>();
   dist::barrier();
   start = Clock::now();
+  const double cpu_start = cpu_seconds();
   for (int64_t i = 0; i < steps; ++i) step();
+  if (cpu_per_step) *cpu_per_step = (cpu_seconds() - cpu_start) / double(steps);
   return seconds_since(start) / double(steps);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false, mlp_only = false;
+  for (int i = 1; i < argc; ++i) {
+    quick = quick || std::string(argv[i]) == "--quick";
+    mlp_only = mlp_only || std::string(argv[i]) == "--mlp-only";
+  }
   const double min_seconds = quick ? 0.01 : 1.0;
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
     dist::init_process_group("mpi");  // `mpirun -np 2 build/perf/bench_allreduce`
@@ -50,13 +63,14 @@ int main(int argc, char** argv) {
     dist::init_process_group("gloo", "file://" + folder.string(), 1, 0);
   }
   const int rank = dist::get_rank(), world = dist::get_world_size();
-  if (rank == 0) {
+  if (rank == 0 && !mlp_only) {
     std::printf("all_reduce (SUM, float32) over %s on %d rank(s), %d kernel thread(s) each\n",
                 dist::get_backend().c_str(), world, torch::get_num_threads());
     std::printf("| size | ms | algorithm GB/s | bus GB/s |\n| --- | --- | --- | --- |\n");
   }
-  for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
-    if (quick && bytes > (int64_t(1) << 20)) break;
+  for (int64_t bytes : {int64_t(4) << 10, int64_t(64) << 10, int64_t(1) << 20, int64_t(2) << 20, int64_t(16) << 20,
+                        int64_t(64) << 20}) {
+    if (mlp_only || (quick && bytes > (int64_t(1) << 20))) break;
     torch::Tensor t = torch::ones({bytes / 4});
     t.data_ptr();  // computed before the clock starts
     const double s = time_steps([&] { dist::all_reduce(t); }, min_seconds);
@@ -68,7 +82,7 @@ int main(int argc, char** argv) {
 
   // What the per-call check across ranks (shapes compared in one small all-gather) adds to a
   // small all_reduce; DDP's bucket all-reduces skip it.
-  {
+  if (!mlp_only) {
     auto group = dist::default_process_group();
     torch::Tensor small = torch::ones({16});
     small.data_ptr();
@@ -88,32 +102,40 @@ int main(int argc, char** argv) {
                   unchecked * 1e3);
   }
 
-  // The MLP of `kiln train` on this rank's share of a batch of 64, with DDP averaging gradients
-  // and, for the cost of that, the same steps inside no_sync() (no communication).
+  // The MLP of `kiln train` with DDP averaging gradients and, for the cost of that, the same steps
+  // inside no_sync() (no communication): on a batch of 64 split over the ranks (as `kiln train
+  // --batch-size 64`), and on 64 per rank (as a torch DDP user's per-rank batch). Wall time, and
+  // this process's CPU time, which a loaded machine changes less.
   torch::manual_seed(0);
   torch::nn::Sequential mlp(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
                             torch::nn::Linear(512, 256), torch::nn::ReLU(), torch::nn::Linear(256, 10));
   auto ddp = kiln::nn::parallel::DistributedDataParallel(mlp);
   torch::optim::Adam adam(mlp->parameters(), torch::optim::AdamOptions(1e-3));
-  const int64_t share = 64 / world;
-  const torch::Tensor x = torch::randn({share, 1, 28, 28}), y = torch::randint(0, 10, {share});
-  auto step = [&] {
-    adam.zero_grad();
-    torch::nn::functional::cross_entropy(ddp->forward(x), y).backward();
-    adam.step();
-    kiln::sync();
-  };
-  const double synced = time_steps(step, min_seconds * 3);
-  double local = 0;
-  {
-    auto guard = ddp->no_sync();
-    local = time_steps(step, min_seconds * 3);
-  }
   if (rank == 0)
     std::printf(
-        "MLP step, batch 64 over %d rank(s): %.2f ms with DDP, %.2f ms without communication (+%.0f%%); "
-        "%.0f samples/s\n",
-        world, synced * 1e3, local * 1e3, (synced / local - 1) * 100, 64 / synced);
+        "| MLP step | ms with DDP | ms without communication | DDP's cost | CPU ms with DDP | CPU ms without "
+        "| samples/s (all ranks) |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const int64_t share : {64 / int64_t(world), int64_t(64)}) {
+    const torch::Tensor x = torch::randn({share, 1, 28, 28}), y = torch::randint(0, 10, {share});
+    auto step = [&] {
+      adam.zero_grad();
+      torch::nn::functional::cross_entropy(ddp->forward(x), y).backward();
+      adam.step();
+      kiln::sync();
+    };
+    double synced_cpu = 0, local_cpu = 0;
+    const double synced = time_steps(step, min_seconds * 3, &synced_cpu);
+    double local = 0;
+    {
+      auto guard = ddp->no_sync();
+      local = time_steps(step, min_seconds * 3, &local_cpu);
+    }
+    if (rank == 0)
+      std::printf("| %lld per rank x %d | %.2f | %.2f | %+.0f%% | %.2f | %.2f | %.0f |\n", (long long)share, world,
+                  synced * 1e3, local * 1e3, (synced / local - 1) * 100, synced_cpu * 1e3, local_cpu * 1e3,
+                  double(share * world) / synced);
+    if (world == 1) break;
+  }
   dist::destroy_process_group();
   return 0;
 }

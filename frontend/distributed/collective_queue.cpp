@@ -1,59 +1,100 @@
 #include "frontend/distributed/collective_queue.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 
 #include "frontend/autograd.h"
 #include "frontend/ops.h"
 
 namespace kiln::distributed::detail {
 
-CollectiveQueue::CollectiveQueue(std::string backend, std::function<void()> on_thread_start)
-    : backend_(std::move(backend)) {
-  worker_ = std::thread([this, on_thread_start = std::move(on_thread_start)] {
+struct CollectiveQueue::State {
+  struct Job {
+    std::shared_ptr<Work> work;
+    std::function<void()> run;
+  };
+  std::string backend;
+  std::mutex mutex;
+  std::condition_variable changed;  // a job queued or ended, or stopping
+  std::deque<Job> queue;
+  bool running = false;  // a job is running, on the queue's thread or a waiter's
+  bool stopping = false;
+
+  // Runs the front job with the mutex unlocked; `lock` holds it before and after.
+  void run_front(std::unique_lock<std::mutex>& lock) {
+    Job job = std::move(queue.front());
+    queue.pop_front();
+    running = true;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      job.run();
+    } catch (const std::exception& e) {
+      error = std::make_exception_ptr(Error(job.work->name + " (" + backend + ") failed: " + e.what()));
+    }
+    job.work->finish(error);
+    lock.lock();
+    running = false;
+    changed.notify_all();
+  }
+
+  // A waiter on `work`: runs the jobs up to it while none is running elsewhere; returns once it
+  // ran `work`'s, or another thread has taken it (wait() then sleeps until that one is done).
+  void run_through(const Work* work) {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      const auto it = std::find_if(queue.begin(), queue.end(), [&](const Job& j) { return j.work.get() == work; });
+      if (it == queue.end()) return;
+      if (running) {
+        changed.wait(lock);
+        continue;
+      }
+      run_front(lock);
+    }
+  }
+};
+
+CollectiveQueue::CollectiveQueue(std::string backend, std::function<void()> on_thread_start, bool waiters_run_jobs)
+    : state_(std::make_shared<State>()), waiters_run_jobs_(waiters_run_jobs) {
+  state_->backend = std::move(backend);
+  worker_ = std::thread([state = state_, on_thread_start = std::move(on_thread_start)] {
     if (on_thread_start) on_thread_start();
-    run();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    for (;;) {
+      state->changed.wait(lock, [&] { return !state->running && (state->stopping || !state->queue.empty()); });
+      if (state->queue.empty()) return;
+      state->run_front(lock);
+    }
   });
 }
 
 CollectiveQueue::~CollectiveQueue() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
   }
-  queued_.notify_one();
+  state_->changed.notify_all();
   worker_.join();  // what was queued runs first, each bounded by its timeout
 }
 
 std::shared_ptr<Work> CollectiveQueue::enqueue(const std::string& name, std::function<void()> job) {
   auto work = std::make_shared<Work>();
   work->name = name;
+  if (waiters_run_jobs_) {
+    // The Work holds this: a raw pointer to it makes no cycle.
+    work->before_wait = [weak = std::weak_ptr<State>(state_), raw = work.get()] {
+      if (auto s = weak.lock()) s->run_through(raw);
+    };
+  }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    KILN_CHECK(!stopping_, name, ": the process group was destroyed");
-    queue_.emplace_back(work, std::move(job));
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    KILN_CHECK(!state_->stopping, name, ": the process group was destroyed");
+    state_->queue.push_back({work, std::move(job)});
   }
-  queued_.notify_one();
+  state_->changed.notify_all();
   return work;
-}
-
-void CollectiveQueue::run() {
-  for (;;) {
-    std::pair<std::shared_ptr<Work>, std::function<void()>> job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    std::exception_ptr error;
-    try {
-      job.second();
-    } catch (const std::exception& e) {
-      error = std::make_exception_ptr(Error(job.first->name + " (" + backend_ + ") failed: " + e.what()));
-    }
-    job.first->finish(error);
-  }
 }
 
 Staged stage(const Tensor& t, const std::string& call) {

@@ -203,6 +203,7 @@ void Reducer::after_forward(const std::vector<Tensor>& outputs) {
 
 void Reducer::start_round() {
   round_active_ = true;
+  waiting_for_average_.clear();
   ready_count_ = 0;
   gradients_seen_ = 0;
   next_launch_ = 0;
@@ -248,8 +249,10 @@ Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
     Tensor piece = accumulated.defined() ? accumulated.detach() + grad.detach() : grad.detach();
     accumulated = Tensor();
     mark_ready(param, piece);
-    if (ready_count_ < params_.size())
-      return zeros(grad.sizes(), TensorOptions(grad.dtype()).device(grad.device()));  // never computed
+    if (ready_count_ < params_.size()) {
+      waiting_for_average_.push_back(param);
+      return zeros(grad.sizes(), TensorOptions(grad.dtype()).device(grad.device()));
+    }
     return finish_round(param);
   } catch (...) {
     round_active_ = false;  // the next forward starts afresh
@@ -270,6 +273,10 @@ void Reducer::mark_ready(size_t param, Tensor piece) {
 void Reducer::launch_ready_buckets() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
+    // The zeros .grad took from the hooks until finish_round: dropped before the all-reduce's
+    // flush, which would otherwise compute them.
+    for (size_t i : waiting_for_average_) params_[i].second.mutable_grad() = Tensor();
+    waiting_for_average_.clear();
     std::vector<Tensor> flat;
     for (const Tensor& piece : b.pieces) flat.push_back(piece.reshape({-1}));
     b.flat = (flat.size() == 1 ? flat[0] : cat(flat)).contiguous();

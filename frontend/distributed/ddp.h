@@ -86,6 +86,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> bucket_of_, slot_of_;
   std::vector<unsigned> hooks_;
   std::vector<bool> ready_, unused_;
+  // Parameters whose .grad holds the zeros their hook returned, until the round's average.
+  std::vector<size_t> waiting_for_average_;
   Tensor used_by_ranks_;  // find_unused_parameters: how many ranks used each parameter this round
   std::shared_ptr<distributed::Work> used_work_;
   bool sync_ = true, round_active_ = false;

@@ -38,6 +38,7 @@ bool Work::isSuccess() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  if (before_wait) before_wait();
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout.count() > 0) {
     KILN_CHECK(done_changed_.wait_for(lock, timeout, [&] { return done_; }), name, ": wait timed out after ",

@@ -1,6 +1,7 @@
 // Process groups, as c10d's: a rank's handle on a job of `size` ranks, running collectives over
 // kiln tensors on a library's algorithms (Gloo or MPI for CPU tensors, NCCL for CUDA tensors).
-// Collectives are queued in call order and run on the group's own thread; each returns a Work
+// Collectives are queued in call order and run on the group's own thread (or on a thread that
+// waits for one before the group's thread has started it); each returns a Work
 // whose wait() rethrows the collective's error as kiln::Error. Every collective has a timeout: a
 // rank that died or stopped is an error on the others, never a hang.
 #pragma once
@@ -37,6 +38,9 @@ class Work {
   // For process groups: the collective's end on the group's thread, and what wait() does after.
   void finish(std::exception_ptr error);
   std::function<void()> on_wait;
+  // What wait() first does (set once, before the Work is handed out): the group's queue runs the
+  // collective on the waiting thread if its own thread has not started it.
+  std::function<void()> before_wait;
   std::string name;
 
  private:

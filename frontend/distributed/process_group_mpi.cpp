@@ -206,9 +206,14 @@ struct ProcessGroupMPI::Impl {
                     " ms (a rank stopped or died?)");
       }
       // MPI advances a collective's steps only inside its calls (MPI_Test here): poll yielding the
-      // core for the first 50 ms, then let the cores go between polls (a rank waiting on a slow one).
-      if (now - began < std::chrono::milliseconds(50))
+      // core for 200 us, about what a few megabytes take through shared memory; a peer later than
+      // that was descheduled or is still computing, and polls that yield would take the core it
+      // needs where ranks fill the cores: then poll every 20 us, and after 50 ms every 200 us.
+      const auto waited = now - began;
+      if (waited < std::chrono::microseconds(200))
         std::this_thread::yield();
+      else if (waited < std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
       else
         std::this_thread::sleep_for(std::chrono::microseconds(200));
     }

@@ -319,7 +319,8 @@ ProcessGroupNCCL::ProcessGroupNCCL(const std::shared_ptr<Store>& store, int rank
   impl_->rank = rank;
   impl_->size = size;
   impl_->timeout = (options ? options : Options::create())->timeout;
-  impl_->queue = std::make_unique<detail::CollectiveQueue>("nccl");
+  // Jobs stay on the queue's thread: they make their device current.
+  impl_->queue = std::make_unique<detail::CollectiveQueue>("nccl", nullptr, /*waiters_run_jobs=*/false);
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() {
