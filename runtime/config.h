@@ -34,7 +34,7 @@ struct Config {
   // running it even where the caller verified its layout once (DDP's buckets); others always do.
   bool distributed_debug = false;
   // KILN_GLOO_RING_MAX_BYTES: Gloo all-reduces up to this size run its ring algorithm class (past
-  // two ranks, of integers only), others its options API (0: kiln's choice for the job's size).
+  // two ranks, of integers only), others halving-doubling (0: kiln's choice for the job's size).
   // Must be the same on every rank.
   int64_t gloo_ring_max_bytes = 0;
   // Tuning (`kiln tune`, codegen/halide/tune.h). KILN_TUNED=0: flushes ignore the tuning database

@@ -8,9 +8,11 @@
 // never per pointer (a tensor's address differs between ranks, and from one call to the next), in
 // a bounded cache whose evictions, being least recently used, are the same on every rank. The
 // ring all-reduce moves data through memory of its own and reduces into whatever pointer it is
-// given; the broadcast binds its memory when made, so its instances own memory that a call copies
-// into and out of. All-gathers are all-reduces (see allgather()). What the ring cannot take
-// (floating-point sums past two ranks, buffers past `ring_max_bytes`) goes through the options API.
+// given; halving-doubling and the broadcast bind their memory when made, so their instances own
+// memory that a call copies into and out of. All-gathers are all-reduces (see allgather()). What
+// the ring cannot take (floating-point sums past two ranks, buffers past `ring_max_bytes`) takes
+// halving-doubling, whose results are the same bits on every rank. Every call waits for its own
+// sends, and a peer that leaves right after its call does not fail this rank's (gloo_algorithms.cpp).
 //
 // Messages wait the pairs' timeout: the context's when the group connected. A call with another
 // timeout goes through the options API, which takes one per call.
@@ -53,7 +55,7 @@ void with_gloo_element_type(ScalarType dtype, const std::string& call, F&& f) {
 class GlooAlgorithms {
  public:
   // `ring_max_bytes`: all-reduces up to this size take the ring (on more than two ranks, of
-  // integers only).
+  // integers only), the others halving-doubling.
   GlooAlgorithms(std::shared_ptr<gloo::Context> context, size_t ring_max_bytes);
   ~GlooAlgorithms();
   GlooAlgorithms(const GlooAlgorithms&) = delete;

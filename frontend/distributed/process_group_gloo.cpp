@@ -319,26 +319,9 @@ ProcessGroupGloo::ProcessGroupGloo(const std::shared_ptr<Store>& store, int rank
   impl_->queue = std::make_unique<detail::CollectiveQueue>("gloo");
 }
 
-// Gloo's algorithm classes fail a wait whose message came in with the peer's close (they look for
-// the pair's error before the message), so a rank that left right after its last collective could
-// fail its neighbour's: the ranks leave through a barrier of the options API, which looks the other
-// way round. A pair already broken (a rank gone) fails it at once. The queue runs what was queued
-// first.
-ProcessGroupGloo::~ProcessGroupGloo() {
-  if (size_ < 2) return;
-  try {
-    impl_->queue
-        ->enqueue("barrier",
-                  [context = impl_->context, tag = impl_->next_tag++, timeout = impl_->timeout] {
-                    gloo::BarrierOptions opts(context);
-                    opts.setTag(tag);
-                    opts.setTimeout(timeout);
-                    gloo::barrier(opts);
-                  })
-        ->wait();
-  } catch (const std::exception&) {
-  }  // a rank gone: nobody to wait for
-}
+// No barrier on the way out: a peer still in its last collective gets what it waits for though
+// this rank's connections close (gloo_algorithms.cpp). The queue runs what was queued first.
+ProcessGroupGloo::~ProcessGroupGloo() = default;
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(std::vector<Tensor>& tensors, const AllreduceOptions& options) {
   const std::string name = std::string("all_reduce(") + reduce_op_name(options.reduceOp) + ")";

@@ -265,9 +265,35 @@ int ddp_partly_unused() {
 // Every dtype and op the gloo backend takes, in all_reduce, broadcast and all_gather, at two sizes
 // (the test sets KILN_GLOO_RING_MAX_BYTES between them, so that both of Gloo's all-reduce
 // algorithms run), twice over on fresh tensors: Gloo's instances are kept per shape, not per memory.
-int every_dtype() {
+// With `options_api`, each call has a timeout of its own, which takes Gloo's options API.
+int every_dtype(bool options_api) {
   init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
+  auto group = dist::default_process_group();
+  auto own_timeout = [](auto options) {
+    options.timeout = timeout_from_env() + std::chrono::milliseconds(1);
+    return options;
+  };
+  auto all_reduce = [&](Tensor& t, dist::ReduceOp op) {
+    std::vector<Tensor> tensors{t};
+    dist::AllreduceOptions options;
+    options.reduceOp = op;
+    if (!options_api) return void(dist::all_reduce(t, op));
+    group->allreduce(tensors, own_timeout(options))->wait();
+  };
+  auto broadcast = [&](Tensor& t, int root) {
+    std::vector<Tensor> tensors{t};
+    dist::BroadcastOptions options;
+    options.rootRank = root;
+    if (!options_api) return void(dist::broadcast(t, root));
+    group->broadcast(tensors, own_timeout(options))->wait();
+  };
+  auto all_gather = [&](std::vector<Tensor>& out, const Tensor& t) {
+    std::vector<std::vector<Tensor>> outputs{out};
+    std::vector<Tensor> inputs{t};
+    if (!options_api) return void(dist::all_gather(out, t));
+    group->allgather(outputs, inputs, own_timeout(dist::AllgatherOptions{}))->wait();
+  };
   using kiln::ScalarType;
   const std::vector<ScalarType> dtypes = {kiln::kFloat, kiln::kDouble, kiln::kLong, kiln::kInt,
                                           kiln::kByte,  kiln::kChar,   kiln::kHalf, kiln::kBool};
@@ -309,15 +335,15 @@ int every_dtype() {
           if (op == dist::ReduceOp::AVG)
             for (double& w : want) w = double(kiln::tensor(w / world).to(dtype).to(kiln::kDouble).item<double>());
           Tensor t = make(rank);
-          dist::all_reduce(t, op);
+          all_reduce(t, op);
           expect_values(t, want, dist::reduce_op_name(op));
         }
         Tensor b = make(rank);
-        dist::broadcast(b, world - 1);
+        broadcast(b, world - 1);
         expect_values(b, of_rank(world - 1), "broadcast");
         std::vector<Tensor> gathered;
         for (int r = 0; r < world; ++r) gathered.push_back(kiln::zeros({n}, kiln::TensorOptions(dtype)));
-        dist::all_gather(gathered, make(rank));
+        all_gather(gathered, make(rank));
         for (int r = 0; r < world; ++r) expect_values(gathered[size_t(r)], of_rank(r), "all_gather");
       }
     }
@@ -326,6 +352,99 @@ int every_dtype() {
   dist::destroy_process_group();
   std::printf("rank %d of %d: every dtype %s\n", rank, world, g_failures ? "FAILED" : "ok");
   return g_failures ? 1 : 0;
+}
+
+// Floating-point sums on every rank are the very same bits (DDP's replicas must not drift), and
+// near the sum in float64, for each floating dtype and for sizes that the ranks do not divide.
+int identical_sums() {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const std::vector<kiln::ScalarType> dtypes = {kiln::kFloat, kiln::kDouble, kiln::kHalf};
+  for (kiln::ScalarType dtype : dtypes) {
+    const double eps = dtype == kiln::kHalf ? 9.8e-4 : dtype == kiln::kFloat ? 1.2e-7 : 2.3e-16;
+    for (int64_t n : {int64_t(1), int64_t(2), int64_t(3), int64_t(7), int64_t(13), int64_t(1001), int64_t(65537),
+                      int64_t(300007)}) {
+      // Values of mixed magnitudes, so that the order of the additions shows in the last bits.
+      auto of_rank = [&](int r) {
+        const Tensor i = kiln::arange(n, kiln::TensorOptions(kiln::kDouble));
+        return ((i * 0.37 + 1.3 * r).sin() * (i * 0.11 + r).cos().exp() * 3.0).to(dtype);
+      };
+      std::vector<double> want(size_t(n), 0.0), scale(size_t(n), 0.0);
+      for (int r = 0; r < world; ++r) {
+        const std::vector<double> v = of_rank(r).to(kiln::kDouble).to_vector<double>();
+        for (size_t k = 0; k < v.size(); ++k) {
+          want[k] += v[k];
+          scale[k] += std::abs(v[k]);
+        }
+      }
+      Tensor t = of_rank(rank);
+      dist::all_reduce(t);
+      const std::vector<double> got = t.to(kiln::kDouble).to_vector<double>();
+      size_t off = 0;
+      for (size_t k = 0; k < got.size(); ++k)
+        if (!(std::abs(got[k] - want[k]) <= 4 * world * eps * scale[k] + 1e-300)) ++off;
+      std::vector<Tensor> copies;
+      for (int r = 0; r < world; ++r) copies.push_back(kiln::zeros({n}, kiln::TensorOptions(dtype)));
+      dist::all_gather(copies, t);
+      int differing = 0;
+      for (int r = 0; r < world; ++r) differing += copies[size_t(r)].equal(t) ? 0 : 1;
+      if (off > 0 || differing > 0) {
+        std::printf("FAILED %lld %s: %zu elements off the float64 sum, %d rank(s) with other bits\n", (long long)n,
+                    kiln::dtype_name(dtype), off, differing);
+        ++g_failures;
+      }
+    }
+  }
+  dist::destroy_process_group();
+  std::printf("rank %d of %d: identical sums %s\n", rank, world, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
+// Every rank leaves by _exit(0) right after one collective, the kind named (no destructor, no
+// barrier on the way out): each rank's collective must still succeed, though its peers close
+// their connections as soon as theirs returns.
+int exit_after(const std::string& kind) {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const double sum = world * (world + 1) / 2.0;
+  bool ok = false;
+  try {
+    if (kind == "ring") {  // integers, within the ring's limit
+      Tensor t = kiln::full({64}, int64_t(rank + 1), kiln::TensorOptions(kiln::kLong));
+      dist::all_reduce(t);
+      ok = all_equal(t, sum);
+    } else if (kind == "halving_doubling") {  // floats past two ranks
+      Tensor t = kiln::full({30001}, double(rank + 1));
+      dist::all_reduce(t);
+      ok = all_equal(t, sum);
+    } else if (kind == "options") {  // a timeout of its own: Gloo's options API
+      std::vector<Tensor> tensors{kiln::full({3000}, double(rank + 1))};
+      dist::AllreduceOptions options;
+      options.timeout = timeout_from_env() + std::chrono::milliseconds(1);
+      dist::default_process_group()->allreduce(tensors, options)->wait();
+      ok = all_equal(tensors[0], sum);
+    } else if (kind == "broadcast") {
+      Tensor t = kiln::full({5000}, double(rank));
+      dist::broadcast(t, world - 1);
+      ok = all_equal(t, world - 1);
+    } else if (kind == "all_gather") {
+      std::vector<Tensor> out;
+      for (int r = 0; r < world; ++r) out.push_back(kiln::zeros({100}));
+      dist::all_gather(out, kiln::full({100}, double(rank)));
+      ok = true;
+      for (int r = 0; r < world; ++r) ok = ok && all_equal(out[size_t(r)], r);
+    } else if (kind == "barrier") {
+      dist::barrier();
+      ok = true;
+    } else {
+      std::printf("rank %d: no collective '%s'\n", rank, kind.c_str());
+    }
+    if (!ok) std::printf("rank %d: %s gave wrong values\n", rank, kind.c_str());
+  } catch (const std::exception& e) {
+    std::printf("rank %d: %s failed: %s\n", rank, kind.c_str(), e.what());
+  }
+  std::fflush(stdout);
+  _exit(ok ? 0 : 1);
 }
 
 // The last rank dies (exits, or stops with SIGSTOP) after the group is made; the others must get
@@ -402,8 +521,6 @@ int mismatched_models(const std::string& what) {
     return 1;
   } catch (const kiln::Error& e) {
     std::printf("rank %d: %s\n", rank, e.what());
-    // Leaving through destroy_process_group: a rank that _exit()s right after a collective can
-    // fail the others' (see ~ProcessGroupGloo).
     dist::destroy_process_group();
     return 0;
   }
@@ -426,8 +543,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (scenario == "exit") return peer_fails(false);
+    if (scenario == "identical_sums") return identical_sums();
+    if (scenario == "exit_after") return exit_after(argc > 2 ? argv[2] : "");
     if (scenario == "stop") return peer_fails(true, argc > 2 ? std::atoi(argv[2]) : 0);
-    if (scenario == "every_dtype") return every_dtype();
+    if (scenario == "every_dtype") return every_dtype(argc > 2 && std::string(argv[2]) == "options_api");
     if (scenario == "shapes") return mismatched_shapes(argc > 2 ? argv[2] : "all_reduce");
     if (scenario == "ddp_partly_unused") return ddp_partly_unused();
     if (scenario == "models") return mismatched_models(argc > 2 ? argv[2] : "");
@@ -435,9 +554,10 @@ int main(int argc, char** argv) {
     std::printf("error: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr,
-               "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
-               "ddp_partly_unused|exit|stop [CALL_TIMEOUT_MS]|every_dtype|shapes "
-               "[all_reduce|broadcast|all_gather]|models [buckets]\n");
+  std::fprintf(
+      stderr,
+      "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
+      "ddp_partly_unused|identical_sums|exit|exit_after KIND|stop [CALL_TIMEOUT_MS]|every_dtype [options_api]|shapes "
+      "[all_reduce|broadcast|all_gather]|models [buckets]\n");
   return 2;
 }
