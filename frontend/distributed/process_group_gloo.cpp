@@ -246,7 +246,7 @@ struct ProcessGroupGloo::Impl {
   std::shared_ptr<gloo::Context> context;
   std::chrono::milliseconds timeout;
   uint32_t next_tag = 0;
-  std::unique_ptr<detail::GlooAlgorithms> algorithms;  // used on the queue's thread only
+  std::unique_ptr<detail::GlooAlgorithms> algorithms;  // one queue job at a time uses them
   std::unique_ptr<detail::CollectiveQueue> queue;      // last: ends first, with the jobs that use the rest
 
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds requested) const {
