@@ -224,7 +224,7 @@ CUresult get_function(driver::CUfunction* function, driver::CUmodule module, con
   auto run = reinterpret_cast<void (*)(void**)>(dlsym(m->library, (std::string(name) + "_run").c_str()));
   auto sizes = reinterpret_cast<int (*)(unsigned*)>(dlsym(m->library, (std::string(name) + "_param_sizes").c_str()));
   if (!run || !sizes) return 500;  // CUDA_ERROR_NOT_FOUND
-  auto* f = new Function{m, run, std::vector<unsigned>(256)};
+  auto* f = new Function{m, run, std::vector<unsigned>(1024)};  // CUDA's 4 KiB of parameters at most
   f->param_sizes.resize(size_t(sizes(f->param_sizes.data())));
   *function = reinterpret_cast<driver::CUfunction>(f);
   return CUDA_SUCCESS;
@@ -274,7 +274,7 @@ CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, u
 struct Node {
   const Function* function = nullptr;
   unsigned grid = 0, block = 0;
-  std::vector<std::vector<char>> args;
+  std::vector<char> args;  // the arguments' values, one after another
 };
 struct Graph {
   std::vector<std::unique_ptr<Node>> nodes;
@@ -292,10 +292,13 @@ CUresult set_node(Node& node, const driver::CudaKernelNodeParams* p) {
   node.function = reinterpret_cast<const Function*>(p->func);
   node.grid = p->gridDimX;
   node.block = p->blockDimX;
-  node.args.clear();
+  size_t bytes = 0;
+  for (unsigned size : node.function->param_sizes) bytes += size;
+  node.args.resize(bytes);
+  char* at = node.args.data();
   for (size_t i = 0; i < node.function->param_sizes.size(); ++i) {
-    const char* value = static_cast<const char*>(p->kernelParams[i]);
-    node.args.emplace_back(value, value + node.function->param_sizes[i]);
+    std::memcpy(at, p->kernelParams[i], node.function->param_sizes[i]);
+    at += node.function->param_sizes[i];
   }
   return CUDA_SUCCESS;
 }
@@ -355,10 +358,11 @@ CUresult graph_launch(driver::CUgraphExec exec, driver::CUstream) {
   if (!e) return kInvalidValue;
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_counts.graph_launches;
+  static std::vector<void*> params(1024);  // g_mutex held
   for (Node& n : e->nodes) {
     ++g_counts.graph_kernels;
-    std::vector<void*> params;
-    for (auto& a : n.args) params.push_back(a.data());
+    char* at = n.args.data();
+    for (size_t i = 0; i < n.function->param_sizes.size(); ++i) params[i] = at, at += n.function->param_sizes[i];
     run_kernel(n.function, n.grid, n.block, params.data());
   }
   return CUDA_SUCCESS;

@@ -118,10 +118,11 @@ bool GraphCache::replay(Run& run, driver::CUstream stream, const std::vector<uin
     best = &run.graphs.back();
   } else if (best_changed > 0) {
     std::vector<void*> pointers;
-    std::vector<uint64_t> next = args;
+    std::vector<uint64_t>& next = best->args;
     for (size_t i = 0; i < run.launches.size(); ++i) {
       const HeldLaunch& l = run.launches[i];
-      if (!args_differ(l, best->args, args)) continue;
+      if (!args_differ(l, next, args)) continue;
+      std::memcpy(&next[l.first], &args[l.first], l.args * sizeof(uint64_t));
       const driver::CudaKernelNodeParams p = node_params(l, next, pointers);
       if (driver::CUresult r = api.cuGraphExecKernelNodeSetParams(best->exec, best->nodes[i], &p);
           r != driver::CUDA_SUCCESS) {
@@ -132,7 +133,6 @@ bool GraphCache::replay(Run& run, driver::CUstream stream, const std::vector<uin
       }
       stats_add(&Stats::cuda_graph_nodes_updated, 1);
     }
-    best->args = std::move(next);
   }
   KILN_CU(cuGraphLaunch, best->exec, stream);
   stats_add(&Stats::cuda_graph_launches, 1);

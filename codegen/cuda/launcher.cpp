@@ -151,7 +151,11 @@ class Launcher {
   void run(const fusion::Partition& partition) {
     driver::set_device(d_.index);
     hold_ = driver::graphs_supported(driver::api()) && config().cuda_graphs;
-    if (hold_) driver::set_before_free([](void* self) { static_cast<Launcher*>(self)->queue_held(); }, this);
+    if (hold_) {
+      driver::set_before_free([](void* self) { static_cast<Launcher*>(self)->queue_held(); }, this);
+      held_.reserve(partition.kernels.size() * 2);
+      held_args_.reserve(partition.kernels.size() * 32);
+    }
     try {
       for (size_t i = 0; i < partition.kernels.size(); ++i) {
         run(partition.kernels[i], partition.keys[i]);
