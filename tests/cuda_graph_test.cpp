@@ -15,6 +15,7 @@
 #include "cuda_fake_driver.h"
 #include "fake_cuda_test.h"
 #include "runtime/config.h"
+#include "runtime/cuda/allocator.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/stats.h"
 #include "tracer/storage.h"
@@ -242,6 +243,30 @@ TEST_F(FakeCudaGraphs, ADriverWithoutGraphsLaunchesEachKernel) {
   EXPECT_EQ(kiln_test::fake_cuda_counts().graph_launches, before.graph_launches);
   EXPECT_GT(kiln_test::fake_cuda_counts().launches - before.launches, 8);
   without.expect_same_as(with);
+}
+
+// A launcher holding launches back sets a hook that queues them before device memory goes back
+// to the driver (a failed allocation's retry empties the cache), so that no queued kernel names
+// freed memory: the device allocator calls the thread's hook first.
+TEST_F(FakeCudaGraphs, DeviceMemoryGoesBackToTheDriverAfterTheThreadsHook) {
+  struct Seen {
+    int calls = 0;
+  } seen;
+  {
+    auto t = torch::ones({1 << 20}, torch::TensorOptions().device(torch::Device("cuda:0"))) * 2;
+    EXPECT_EQ(t.sum().item<float>(), float(2 << 20));
+  }
+  cuda_driver::set_before_free([](void* s) { ++static_cast<Seen*>(s)->calls; }, &seen);
+  kiln::cuda::empty_cache();
+  cuda_driver::set_before_free(nullptr, nullptr);
+  EXPECT_GT(seen.calls, 0);
+  const int calls = seen.calls;
+  {
+    auto t = torch::ones({1 << 20}, torch::TensorOptions().device(torch::Device("cuda:0"))) * 3;
+    EXPECT_EQ(t.sum().item<float>(), float(3 << 20));
+  }
+  kiln::cuda::empty_cache();  // the hook unset: not called
+  EXPECT_EQ(seen.calls, calls);
 }
 
 // The host's time per training step with graphs and without, the fastest of interleaved rounds
