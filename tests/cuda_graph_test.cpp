@@ -152,17 +152,20 @@ TEST_F(FakeCudaGraphs, TrainingGivesTheSameValuesWithGraphsOnAndOff) {
   }
 }
 
-// A new batch tensor each step (at addresses the caching allocator picks), and a learning rate
-// changed every step: the graph's nodes take them, or the values would differ from the launches'.
-void changed_arguments_reach_the_graph(const char* optimizer) {
-  SCOPED_TRACE(optimizer);
+// A batch at other addresses each step, and (`new_lr`) a learning rate changed every step: the
+// graph's nodes take them, or the values would differ from the launches'. Without `new_lr`, the
+// nodes updated are the pointers' alone.
+void changed_arguments_reach_the_graph(const char* optimizer, bool new_lr) {
+  SCOPED_TRACE(std::string(optimizer) + (new_lr ? ", a new learning rate each step" : ""));
   const torch::Device cuda("cuda:0");
   torch::manual_seed(11);
-  std::vector<torch::Tensor> xs, targets;
-  for (int i = 0; i < 12; ++i) xs.push_back(torch::randn({16, 96})), targets.push_back(torch::randn({16, 96}));
-  // Made on the device each step, the previous step's freed: the blocks move between steps.
-  const auto batch = [&](int i) { return std::make_pair(xs[size_t(i)].to(cuda), targets[size_t(i)].to(cuda)); };
-  const auto lr = [](int i) { return 0.02 + 0.01 * i; };
+  std::vector<torch::Tensor> xs, targets;  // every batch on the device at once: no two share a block
+  for (int i = 0; i < 12; ++i)
+    xs.push_back(torch::randn({16, 96}).to(cuda)), targets.push_back(torch::randn({16, 96}).to(cuda));
+  tracer::flush();
+  const auto batch = [&](int i) { return std::make_pair(xs[size_t(i)], targets[size_t(i)]); };
+  std::function<double(int)> lr;
+  if (new_lr) lr = [](int i) { return 0.02 + 0.01 * i; };
   config().cuda_graphs = false;
   const Trained off = train_elementwise(optimizer, 12, batch, lr);
   config().cuda_graphs = true;
@@ -174,8 +177,10 @@ void changed_arguments_reach_the_graph(const char* optimizer) {
 }
 
 TEST_F(FakeCudaGraphs, ChangedArgumentsReachTheGraph) {
-  changed_arguments_reach_the_graph("sgd");
-  changed_arguments_reach_the_graph("adam");
+  for (bool new_lr : {false, true}) {
+    changed_arguments_reach_the_graph("sgd", new_lr);
+    changed_arguments_reach_the_graph("adam", new_lr);
+  }
 }
 
 // A kernel run on the host (index_put_ accumulating into float16) and reads of values on the host
@@ -347,7 +352,7 @@ TEST(CudaGpu, GraphsTakeLessHostTimePerStep) {
 TEST(CudaGpu, ChangedArgumentsReachTheGraph) {
   if (!on_a_gpu()) GTEST_SKIP() << "no CUDA device: " << cuda_driver::unavailable_reason();
   Settings settings;
-  changed_arguments_reach_the_graph("adam");
+  changed_arguments_reach_the_graph("adam", true);
 }
 
 }  // namespace

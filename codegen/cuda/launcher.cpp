@@ -426,7 +426,9 @@ class Launcher {
     if (n.result->cuda_device() == d_.index) return n.result;
     auto& copy = uploads_[&n];
     if (!copy) {
-      queue_held();                        // the copy may fill a block that a held kernel reads before it is reused
+      // The copy goes on the stream now, into a block that a held kernel may still use (freed
+      // earlier in the flush): those kernels go first.
+      queue_held();
       if (n.result->cuda_device() >= 0) {  // another device's: through the host
         DeviceState& other = device_state(n.result->cuda_device());
         BufferPtr host = download(other, *n.result);
