@@ -97,11 +97,11 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " kernels_unfused=" << s.kernels_unfused << " flushes_unfused=" << s.flushes_unfused
             << " nodes_interpreted=" << s.nodes_interpreted << " allocator_mallocs=" << s.allocator_mallocs
             << " allocator_hits=" << s.allocator_hits << " cuda_host_fallbacks=" << s.cuda_host_fallbacks
-            << " cuda_graph_launches=" << s.cuda_graph_launches << " cuda_graphs_made=" << s.cuda_graphs_made
-            << " cuda_graph_nodes_updated=" << s.cuda_graph_nodes_updated
             << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned
             << " kernels_served_general=" << s.kernels_served_general
-            << " kernels_specialized=" << s.kernels_specialized << " native_kernels=" << s.native_kernels;
+            << " kernels_specialized=" << s.kernels_specialized << " native_kernels=" << s.native_kernels
+            << " cuda_graph_launches=" << s.cuda_graph_launches << " cuda_graphs_made=" << s.cuda_graphs_made
+            << " cuda_graph_nodes_updated=" << s.cuda_graph_nodes_updated;
 }
 
 }  // namespace kiln

@@ -25,12 +25,6 @@ struct Stats {
   int64_t allocator_mallocs = 0;
   int64_t allocator_hits = 0;
   int64_t cuda_host_fallbacks = 0;  // CUDA kernels run on the host (no CUDA source yet), copied both ways
-  // CUDA graphs (codegen/cuda/graphs.h): graph launches, each running a recurring run of kernels
-  // (which kernel_launches counts one by one); graphs instantiated; kernel nodes whose arguments
-  // a replay updated.
-  int64_t cuda_graph_launches = 0;
-  int64_t cuda_graphs_made = 0;
-  int64_t cuda_graph_nodes_updated = 0;
   int64_t kernels_tuned_used = 0;   // kernels a flush ran with a tuned schedule (tuning database)
   int64_t kernels_tuned = 0;        // kernels `kiln tune` measured in this process
   // Launches at sizes that specialize a kernel (pooling windows, rows of 8 or fewer) run by the
@@ -41,6 +35,12 @@ struct Stats {
   // Eager mode's whole-op kernels (codegen/native_kernels.h: layer norm, softmax, cross-entropy,
   // optimizer updates, forward or backward), each also one of kernel_launches.
   int64_t native_kernels = 0;
+  // CUDA graphs (codegen/cuda/graphs.h): graph launches, each running a recurring run of kernels
+  // (which kernel_launches counts one by one); graphs instantiated; kernel nodes whose arguments
+  // a replay updated.
+  int64_t cuda_graph_launches = 0;
+  int64_t cuda_graphs_made = 0;
+  int64_t cuda_graph_nodes_updated = 0;
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

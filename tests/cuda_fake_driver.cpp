@@ -223,7 +223,8 @@ CUresult get_function(driver::CUfunction* function, driver::CUmodule module, con
   auto* m = reinterpret_cast<const Module*>(module);
   auto run = reinterpret_cast<void (*)(void**)>(dlsym(m->library, (std::string(name) + "_run").c_str()));
   auto sizes = reinterpret_cast<int (*)(unsigned*)>(dlsym(m->library, (std::string(name) + "_param_sizes").c_str()));
-  if (!run || !sizes) return 500;  // CUDA_ERROR_NOT_FOUND
+  constexpr CUresult kNotFound = 500;  // CUDA_ERROR_NOT_FOUND
+  if (!run || !sizes) return kNotFound;
   auto* f = new Function{m, run, std::vector<unsigned>(1024)};  // CUDA's 4 KiB of parameters at most
   f->param_sizes.resize(size_t(sizes(f->param_sizes.data())));
   *function = reinterpret_cast<driver::CUfunction>(f);
