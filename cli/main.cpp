@@ -13,6 +13,7 @@
 #include "cli/tune.h"
 #include "codegen/cuda/nvrtc.h"
 #include "codegen/halide/compiler.h"
+#include "runtime/config.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/disk_cache.h"
 #include "runtime/version.h"
@@ -34,6 +35,10 @@ void print_cuda_devices() {
       std::printf("    cuda:%d  %s, compute capability %d.%d (sm_%d%d), %d SMs, %.1f GiB\n", i, p.name.c_str(), p.major,
                   p.minor, p.major, p.minor, p.multiprocessors, double(p.total_memory) / double(1 << 30));
     }
+    std::printf("           CUDA graphs %s\n", !driver::graphs_supported(driver::api()) ? "off: the driver lacks them"
+                                               : kiln::config().cuda_graphs
+                                                   ? "on: a recurring run of kernels is one graph launch"
+                                                   : "off (KILN_CUDA_GRAPHS=0)");
   } catch (const kiln::Error& e) {
     std::printf("  cuda     the driver failed: %s\n", e.what());
   }

@@ -20,6 +20,7 @@ Config load_from_env() {
   if (const char* v = std::getenv("KILN_LOG")) c.log_level = v;
   if (const char* v = std::getenv("KILN_NUM_THREADS")) c.num_threads = std::atoi(v);
   if (const char* v = std::getenv("KILN_COMPILE")) c.compile_in_background = std::string(v) != "wait";
+  if (const char* v = std::getenv("KILN_CUDA_GRAPHS")) c.cuda_graphs = std::string(v) != "0";
   if (const char* v = std::getenv("KILN_REWRITES")) c.rewrite_plans = std::string(v) != "0";
   if (const char* v = std::getenv("KILN_CACHE_DIR"); v && *v)
     c.cache_dir = v;

@@ -18,6 +18,10 @@ struct Config {
   // (codegen/unfused.h); a later flush launches it once built. wait compiles before the flush
   // goes on, so every launch is a fused kernel (benchmarks and tests that count them).
   bool compile_in_background = true;
+  // KILN_CUDA_GRAPHS=0: every CUDA kernel is its own launch. Otherwise a run of fused kernels that
+  // recurs (the same launches in the same order, flush after flush) is replayed as one CUDA graph,
+  // its nodes' arguments updated where they changed (codegen/cuda/graphs.h).
+  bool cuda_graphs = true;
   // KILN_REWRITES=0: flushes skip CSE and simplification and partition the plan as traced. The
   // differential tests' reference (the interpreter) runs so, to check those passes too.
   bool rewrite_plans = true;

@@ -99,7 +99,9 @@ std::ostream& operator<<(std::ostream& os, const Stats& s) {
             << " allocator_hits=" << s.allocator_hits << " cuda_host_fallbacks=" << s.cuda_host_fallbacks
             << " kernels_tuned_used=" << s.kernels_tuned_used << " kernels_tuned=" << s.kernels_tuned
             << " kernels_served_general=" << s.kernels_served_general
-            << " kernels_specialized=" << s.kernels_specialized << " native_kernels=" << s.native_kernels;
+            << " kernels_specialized=" << s.kernels_specialized << " native_kernels=" << s.native_kernels
+            << " cuda_graph_launches=" << s.cuda_graph_launches << " cuda_graphs_made=" << s.cuda_graphs_made
+            << " cuda_graph_nodes_updated=" << s.cuda_graph_nodes_updated;
 }
 
 }  // namespace kiln

@@ -35,6 +35,12 @@ struct Stats {
   // Eager mode's whole-op kernels (codegen/native_kernels.h: layer norm, softmax, cross-entropy,
   // optimizer updates, forward or backward), each also one of kernel_launches.
   int64_t native_kernels = 0;
+  // CUDA graphs (codegen/cuda/graphs.h): graph launches, each running a recurring run of kernels
+  // (which kernel_launches counts one by one); graphs instantiated; kernel nodes whose arguments
+  // a replay updated.
+  int64_t cuda_graph_launches = 0;
+  int64_t cuda_graphs_made = 0;
+  int64_t cuda_graph_nodes_updated = 0;
 };
 std::ostream& operator<<(std::ostream& os, const Stats& s);
 

@@ -88,11 +88,15 @@ run() {
   # Tensors computed on the GPU: the CUDA backend (codegen/cuda/launcher.h) against the
   # interpreter, then the device tests (FakeCuda.* ran above on the fake driver), then training.
   check "random programs on CUDA against the interpreter (forward and backward)" env KILN_GPU_PROGRAMS="${KILN_GPU_PROGRAMS:-300}" \
-    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*:CudaGpu.OpsMixing*:CudaGpu.PerOp*:CudaGpu.FusedLaunches*'
+    "$tests" --gtest_filter='CudaGpu.*:-CudaGpu.SortsAndScans*:CudaGpu.OpsMixing*:CudaGpu.PerOp*:CudaGpu.FusedLaunches*:CudaGpu.Graphs*'
   # The issue's target: at most 5 us of host time per launched kernel in an MLP step's steady
   # state; the [host time] line splits it into tracing, planning and the launcher.
   check "host time per launched kernel, at most 5 us (CudaGpu.FusedLaunchesTakeLittleHostTime)" \
     "$tests" --gtest_filter='CudaGpu.FusedLaunchesTakeLittleHostTime'
+  # CUDA graphs (codegen/cuda/graphs.h): the host's time per training step with graphs and without
+  # (KILN_CUDA_GRAPHS=0), interleaved; the [graphs] lines give both.
+  check "host time per step with CUDA graphs below without (CudaGpu.GraphsTakeLessHostTimePerStep)" \
+    "$tests" --gtest_filter='CudaGpu.GraphsTakeLessHostTimePerStep'
   check "ops mixing CPU and CUDA tensors throw; composites' fills on the device (CudaGpu.OpsMixing*)" \
     "$tests" --gtest_filter='CudaGpu.OpsMixing*'
   check "sorts, topk, median, mode, searchsorted and block scans as device kernels (CudaGpu.SortsAndScans*)" \
@@ -128,7 +132,8 @@ run() {
   echo "    the [cuda] lines of CudaGpu.RandomProgramsMatchTheInterpreter and CudaGpu.PerOp* (first step cold"
   echo "    with per-op kernels, cold waiting for NVRTC, warm), the bench table (device copy"
   echo "    GB/s, each row's ms and share of floor), PyTorch's eager and compile lines beside it, and the"
-  echo "    summary below, and the [host time] line (us per launch: tracing, planning, launcher)"
+  echo "    summary below, the [host time] line (us per launch: tracing, planning, launcher) and the"
+  echo "    [graphs] lines (us of host time per step with CUDA graphs and without)"
 
   finish
 }

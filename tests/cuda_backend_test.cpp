@@ -20,6 +20,7 @@
 #include "codegen/cuda/per_op.h"
 #include "codegen/flush.h"
 #include "cuda_fake_driver.h"
+#include "fake_cuda_test.h"
 #include "flush_capture.h"
 #include "fusion/device_split.h"
 #include "random_program.h"
@@ -33,14 +34,6 @@
 namespace {
 
 using namespace kiln;
-
-struct FakeCudaBackend : ::testing::Test {
-  FakeCudaBackend() { kiln_test::use_fake_cuda(true); }
-  ~FakeCudaBackend() override { kiln_test::use_fake_cuda(false); }
-  void SetUp() override {
-    if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler (c++)";
-  }
-};
 
 // `programs` random programs over `structures` structures, each run with its flushes on the
 // interpreter and on the CUDA backend of device 0; returns how many differ (reported).
@@ -439,21 +432,7 @@ void timed_flush(std::vector<ir::NodePtr> roots, const ir::RecordedNodes* record
 // a GPU not waiting for it. KILN_HOST_TIME_STEPS sets the steps of a round.
 void host_time_per_launch(double limit_us) {
   const bool fake = cuda_driver::fake_device();
-  const torch::Device cuda("cuda:0");
-  torch::manual_seed(21);
-  torch::nn::Sequential model(torch::nn::Linear(16, 32), torch::nn::LayerNorm(torch::nn::LayerNormOptions({32})),
-                              torch::nn::GELU(), torch::nn::Linear(32, 8));
-  model->to(cuda);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-2));
-  const auto x = torch::randn({4, 16}).to(cuda), target = torch::randn({4, 8}).to(cuda);
-  auto step = [&] {
-    optimizer.zero_grad();
-    auto loss = torch::mse_loss(model->forward(x), target);
-    loss.backward();
-    optimizer.step();
-    tracer::flush();
-    return loss;
-  };
+  MlpStep step(torch::Device("cuda:0"));
   const float first = step().item<float>();
   for (int i = 0; i < 3; ++i) step();  // every kernel loaded, every segment's partition cached
   codegen::cuda::wait_for_background_compiles();

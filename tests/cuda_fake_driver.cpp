@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -46,7 +47,8 @@ struct Module {
 };
 struct Function {
   const Module* module;
-  void (*run)(void**);  // the kernel, its arguments from an array of pointers to them
+  void (*run)(void**);                // the kernel, its arguments from an array of pointers to them
+  std::vector<unsigned> param_sizes;  // bytes of each argument, as the driver reads a cubin's
 };
 
 // Device memory: blocks of one reserved range of addresses that the host can read and write only
@@ -152,6 +154,7 @@ std::string wrappers(const std::string& source) {
     const std::string name = trim(source.substr(name_at, open - name_at));
     const size_t close = source.find(')', open);
     std::string call = "extern \"C\" void " + name + "_run(void** a) {\n  " + name + "(";
+    std::string sizes = "extern \"C\" int " + name + "_param_sizes(unsigned* s) {\n";
     size_t begin = open + 1;
     int n = 0;
     while (begin < close) {
@@ -162,9 +165,10 @@ std::string wrappers(const std::string& source) {
       std::string type = trim(param.substr(0, param.find_last_of(" *") + 1));
       for (size_t r; (r = type.find("__restrict__")) != std::string::npos;) type.erase(r, 12);
       call += (n ? ", *(" : "*(") + type + "*)a[" + std::to_string(n) + "]";
+      sizes += "  s[" + std::to_string(n) + "] = sizeof(" + type + ");\n";
       ++n;
     }
-    out += call + ");\n}\n";
+    out += call + ");\n}\n" + sizes + "  return " + std::to_string(n) + ";\n}\n";
   }
   return out;
 }
@@ -178,17 +182,17 @@ std::string run_command(const std::string& command, int* status) {
   return log;
 }
 
-// The host library for a kernel source: built once, kept on disk by the source's hash.
+// The host library for a kernel source: built once, kept on disk by the hash of what is compiled.
 std::string host_library(const std::string& source) {
+  const std::string text = kHostCuda + source + wrappers(source);
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(kiln::fnv1a64(source.data(), source.size())));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(kiln::fnv1a64(text.data(), text.size())));
   const std::filesystem::path dir = std::filesystem::path(kiln::config().cache_dir) / "fake-cuda-host";
   const std::filesystem::path so = dir / (std::string(hex) + ".so");
   if (std::filesystem::exists(so)) return so.string();
   std::filesystem::create_directories(dir);
   const std::string temporary = (dir / (std::string(hex) + "." + std::to_string(::getpid()))).string();
-  std::ofstream(temporary + ".cpp") << kHostCuda << source << wrappers(source);
+  std::ofstream(temporary + ".cpp") << text;
   int status = 0;
   const std::string log =
       run_command("c++ -std=c++17 -O0 -w -shared -fPIC -o " + temporary + ".so " + temporary + ".cpp", &status);
@@ -218,23 +222,26 @@ CUresult load_module(driver::CUmodule* module, const void* image) {
 CUresult get_function(driver::CUfunction* function, driver::CUmodule module, const char* name) {
   auto* m = reinterpret_cast<const Module*>(module);
   auto run = reinterpret_cast<void (*)(void**)>(dlsym(m->library, (std::string(name) + "_run").c_str()));
-  if (!run) return 500;  // CUDA_ERROR_NOT_FOUND
-  *function = reinterpret_cast<driver::CUfunction>(new Function{m, run});
+  auto sizes = reinterpret_cast<int (*)(unsigned*)>(dlsym(m->library, (std::string(name) + "_param_sizes").c_str()));
+  constexpr CUresult kNotFound = 500;  // CUDA_ERROR_NOT_FOUND
+  if (!run || !sizes) return kNotFound;
+  auto* f = new Function{m, run, std::vector<unsigned>(1024)};  // CUDA's 4 KiB of parameters at most
+  f->param_sizes.resize(size_t(sizes(f->param_sizes.data())));
+  *function = reinterpret_cast<driver::CUfunction>(f);
   return CUDA_SUCCESS;
 }
 
-CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
-                unsigned block_y, unsigned block_z, unsigned shared_bytes, driver::CUstream, void** params,
-                void** extra) {
-  // As the driver refuses them (the generated kernels are 1-D, __launch_bounds__(256)).
-  if (grid_x == 0 || grid_y != 1 || grid_z != 1 || block_y != 1 || block_z != 1 || block_x == 0 || block_x > 256 ||
-      block_x % 32 != 0 || shared_bytes != 0 || extra != nullptr || params == nullptr)
-    return kInvalidValue;
-  const auto* f = reinterpret_cast<const Function*>(function);
+// A launch configuration the driver takes (the generated kernels are 1-D, __launch_bounds__(256)).
+bool valid_launch(unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,
+                  unsigned block_z, unsigned shared_bytes, void** params, void** extra) {
+  return !(grid_x == 0 || grid_y != 1 || grid_z != 1 || block_y != 1 || block_z != 1 || block_x == 0 || block_x > 256 ||
+           block_x % 32 != 0 || shared_bytes != 0 || extra != nullptr || params == nullptr);
+}
+
+// Runs kernel `f` (g_mutex held), unless kernels are skipped.
+void run_kernel(const Function* f, unsigned grid_x, unsigned block_x, void** params) {
+  if (g_skip_kernels) return;
   const Module& m = *f->module;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  ++g_counts.launches;
-  if (g_skip_kernels) return CUDA_SUCCESS;
   DeviceAccess access;
   const unsigned blocks = m.barriers ? std::min(grid_x, 4u) : grid_x;
   const unsigned threads = m.barriers ? std::min(block_x, 64u) : block_x;
@@ -248,6 +255,116 @@ CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, u
     std::vector<std::thread> team;
     for (unsigned t = 0; t < threads; ++t) team.emplace_back([&, t] { m.thread(t), f->run(params); });
     for (auto& t : team) t.join();
+  }
+}
+
+CUresult launch(driver::CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                unsigned block_y, unsigned block_z, unsigned shared_bytes, driver::CUstream, void** params,
+                void** extra) {
+  if (!valid_launch(grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, params, extra))
+    return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.launches;
+  run_kernel(reinterpret_cast<const Function*>(function), grid_x, block_x, params);
+  return CUDA_SUCCESS;
+}
+
+// CUDA graphs of kernel nodes, as the driver keeps them: a node copies its arguments' values
+// when added or updated (their sizes from the kernel, as the driver reads a cubin's), an
+// instantiated graph copies its graph's nodes, and a graph launch runs its nodes in order.
+struct Node {
+  const Function* function = nullptr;
+  unsigned grid = 0, block = 0;
+  std::vector<char> args;  // the arguments' values, one after another
+};
+struct Graph {
+  std::vector<std::unique_ptr<Node>> nodes;
+};
+struct Exec {
+  std::vector<Node> nodes;
+  std::map<const Node*, size_t> index;  // a graph node's copy
+};
+
+CUresult set_node(Node& node, const driver::CudaKernelNodeParams* p) {
+  if (!p || !p->func ||
+      !valid_launch(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+                    p->kernelParams, p->extra))
+    return kInvalidValue;
+  node.function = reinterpret_cast<const Function*>(p->func);
+  node.grid = p->gridDimX;
+  node.block = p->blockDimX;
+  size_t bytes = 0;
+  for (unsigned size : node.function->param_sizes) bytes += size;
+  node.args.resize(bytes);
+  char* at = node.args.data();
+  for (size_t i = 0; i < node.function->param_sizes.size(); ++i) {
+    std::memcpy(at, p->kernelParams[i], node.function->param_sizes[i]);
+    at += node.function->param_sizes[i];
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult add_kernel_node(driver::CUgraphNode* out, driver::CUgraph graph, const driver::CUgraphNode* dependencies,
+                         size_t dependency_count, const driver::CudaKernelNodeParams* params) {
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (!g || !out) return kInvalidValue;
+  for (size_t i = 0; i < dependency_count; ++i) {  // the graph's own nodes only
+    bool found = false;
+    for (const auto& n : g->nodes) found = found || reinterpret_cast<driver::CUgraphNode>(n.get()) == dependencies[i];
+    if (!found) return kInvalidValue;
+  }
+  // The fake runs nodes in the order they were added: each must follow the one before, as kiln's do.
+  if (!g->nodes.empty() &&
+      (dependency_count != 1 || dependencies[0] != reinterpret_cast<driver::CUgraphNode>(g->nodes.back().get())))
+    return kInvalidValue;
+  auto node = std::make_unique<Node>();
+  if (CUresult r = set_node(*node, params); r != CUDA_SUCCESS) return r;
+  *out = reinterpret_cast<driver::CUgraphNode>(node.get());
+  g->nodes.push_back(std::move(node));
+  return CUDA_SUCCESS;
+}
+
+CUresult instantiate(driver::CUgraphExec* out, driver::CUgraph graph, unsigned long long) {
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (!g || !out) return kInvalidValue;
+  auto* e = new Exec;
+  for (const auto& n : g->nodes) {
+    e->index[n.get()] = e->nodes.size();
+    e->nodes.push_back(*n);
+  }
+  *out = reinterpret_cast<driver::CUgraphExec>(e);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.graphs_instantiated;
+  return CUDA_SUCCESS;
+}
+
+CUresult exec_set_params(driver::CUgraphExec exec, driver::CUgraphNode node,
+                         const driver::CudaKernelNodeParams* params) {
+  auto* e = reinterpret_cast<Exec*>(exec);
+  auto it = e->index.find(reinterpret_cast<const Node*>(node));
+  if (it == e->index.end()) return kInvalidValue;
+  Node& n = e->nodes[it->second];
+  // Another kernel or launch shape is not an update of this node.
+  if (!params || reinterpret_cast<const Function*>(params->func) != n.function || params->gridDimX != n.grid ||
+      params->blockDimX != n.block)
+    return kInvalidValue;
+  if (CUresult r = set_node(n, params); r != CUDA_SUCCESS) return r;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.graph_node_updates;
+  return CUDA_SUCCESS;
+}
+
+CUresult graph_launch(driver::CUgraphExec exec, driver::CUstream) {
+  auto* e = reinterpret_cast<Exec*>(exec);
+  if (!e) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_counts.graph_launches;
+  static std::vector<void*> params(1024);  // g_mutex held
+  for (Node& n : e->nodes) {
+    ++g_counts.graph_kernels;
+    char* at = n.args.data();
+    for (size_t i = 0; i < n.function->param_sizes.size(); ++i) params[i] = at, at += n.function->param_sizes[i];
+    run_kernel(n.function, n.grid, n.block, params.data());
   }
   return CUDA_SUCCESS;
 }
@@ -327,6 +444,35 @@ driver::DriverApi make_driver() {
   a.cuModuleUnload = [](driver::CUmodule) { return CUDA_SUCCESS; };
   a.cuModuleGetFunction = get_function;
   a.cuLaunchKernel = launch;
+  a.cuGraphCreate = [](driver::CUgraph* g, unsigned) {
+    *g = reinterpret_cast<driver::CUgraph>(new Graph);
+    return CUDA_SUCCESS;
+  };
+  a.cuGraphAddKernelNode = add_kernel_node;
+  a.cuGraphInstantiateWithFlags = instantiate;
+  a.cuGraphLaunch = graph_launch;
+  a.cuGraphExecKernelNodeSetParams = exec_set_params;
+  a.cuGraphExecDestroy = [](driver::CUgraphExec e) {
+    delete reinterpret_cast<Exec*>(e);
+    return CUDA_SUCCESS;
+  };
+  a.cuGraphDestroy = [](driver::CUgraph g) {
+    delete reinterpret_cast<Graph*>(g);
+    return CUDA_SUCCESS;
+  };
+  return a;
+}
+
+// The same driver without CUDA graphs, as one older than them.
+driver::DriverApi make_driver_without_graphs() {
+  driver::DriverApi a = make_driver();
+  a.cuGraphCreate = nullptr;
+  a.cuGraphAddKernelNode = nullptr;
+  a.cuGraphInstantiateWithFlags = nullptr;
+  a.cuGraphLaunch = nullptr;
+  a.cuGraphExecKernelNodeSetParams = nullptr;
+  a.cuGraphExecDestroy = nullptr;
+  a.cuGraphDestroy = nullptr;
   return a;
 }
 
@@ -372,10 +518,11 @@ kiln::codegen::cuda::CublasApi make_cublas() {
 
 }  // namespace
 
-void use_fake_cuda(bool on) {
+void use_fake_cuda(bool on, bool graphs) {
   // Kernels compiling in the background load their modules through the driver table set now.
   kiln::codegen::cuda::wait_for_background_compiles();
-  static const driver::DriverApi fake_driver = make_driver();
+  static const driver::DriverApi with_graphs = make_driver(), without_graphs = make_driver_without_graphs();
+  const driver::DriverApi& fake_driver = graphs ? with_graphs : without_graphs;
   static const kiln::codegen::cuda::CublasApi fake_cublas = make_cublas();
   kiln::codegen::cuda::use_fake_cublas(on ? &fake_cublas : nullptr);
   driver::use_fake_device(on, on ? &fake_driver : nullptr);

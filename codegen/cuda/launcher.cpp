@@ -11,6 +11,7 @@
 #include "codegen/arguments.h"
 #include "codegen/cuda/compile_queue.h"
 #include "codegen/cuda/cublas.h"
+#include "codegen/cuda/graphs.h"
 #include "codegen/cuda/kernel_cache.h"
 #include "codegen/cuda/per_op.h"
 #include "codegen/cuda/source.h"
@@ -53,6 +54,7 @@ struct DeviceState {
   driver::CUmodule per_op_library = nullptr;
   std::unordered_map<std::string, driver::CUmodule> per_op_modules;
   std::unordered_map<std::string, driver::CUfunction> per_op_functions;
+  GraphCache graphs;  // the recurring runs of fused kernels, as CUDA graphs (graphs.h)
 };
 
 DeviceState& device_state(int index) {
@@ -148,10 +150,27 @@ class Launcher {
 
   void run(const fusion::Partition& partition) {
     driver::set_device(d_.index);
-    for (size_t i = 0; i < partition.kernels.size(); ++i) {
-      run(partition.kernels[i], partition.keys[i]);
-      for (ir::Node* done : partition.release[i]) done->result.reset();
+    hold_ = driver::graphs_supported(driver::api()) && config().cuda_graphs;
+    if (hold_) {
+      driver::set_before_free([](void* self) { static_cast<Launcher*>(self)->queue_held(); }, this);
+      held_.reserve(partition.kernels.size() * 2);
+      held_args_.reserve(partition.kernels.size() * 32);
     }
+    try {
+      for (size_t i = 0; i < partition.kernels.size(); ++i) {
+        run(partition.kernels[i], partition.keys[i]);
+        for (ir::Node* done : partition.release[i]) done->result.reset();
+      }
+      queue_held();
+    } catch (...) {
+      driver::set_before_free(nullptr, nullptr);
+      try {
+        queue_held();  // the kernels before the failing one run, as they do unheld
+      } catch (...) {
+      }
+      throw;
+    }
+    driver::set_before_free(nullptr, nullptr);
     if (unfused_) stats_add(&Stats::flushes_unfused, 1);
     // Values that host tensors hold (`.cpu()`, and host ops the segment ran here) go back.
     bool copied = false;
@@ -237,11 +256,39 @@ class Launcher {
         push_pointer(d_.block_count);
       }
     }
-    params_.resize(args_.size());
-    for (size_t i = 0; i < args_.size(); ++i) params_[i] = &args_[i];
-    if (f.init) launch(f.init, dims, params_);
-    launch(f.main, dims, params_);
+    if (f.init) queue(f.init, dims);
+    queue(f.main, dims);
     uploads_.clear();  // queued before any later reuse of their blocks, on the same stream
+  }
+
+  // Launches `f` with the arguments in args_, or holds the launch back in the run that graphs.h
+  // may replay as a graph.
+  void queue(driver::CUfunction f, const LaunchDims& dims) {
+    if (!hold_) {
+      params_.resize(args_.size());
+      for (size_t i = 0; i < args_.size(); ++i) params_[i] = &args_[i];
+      return launch(f, dims, params_);
+    }
+    static_assert(sizeof(Arg) == sizeof(uint64_t), "a held argument is one word");
+    HeldLaunch l;
+    l.function = f;
+    l.grid = dims.grid;
+    l.block = dims.block;
+    l.first = uint32_t(held_args_.size());
+    l.args = uint32_t(args_.size());
+    held_.push_back(l);
+    held_args_.resize(held_args_.size() + args_.size());
+    std::memcpy(&held_args_[l.first], args_.data(), args_.size() * sizeof(Arg));
+    stats_add(&Stats::kernel_launches, 1);
+  }
+
+  // Puts the launches held so far on the stream (one graph launch where the run recurs): before
+  // anything else goes there, and at the flush's end.
+  void queue_held() {
+    if (held_.empty()) return;
+    d_.graphs.launch(d_.stream, held_, held_args_);
+    held_.clear();
+    held_args_.clear();
   }
 
   void launch(driver::CUfunction f, const LaunchDims& dims, std::vector<void*>& params) {
@@ -294,6 +341,7 @@ class Launcher {
     std::vector<PerOpLaunch> launches(count);
     for (size_t i = 0; i < count; ++i)
       if (!k.nodes[i].node->computed() && !per_op_launch(*k.nodes[i].node, launches[i])) return false;
+    queue_held();  // per-op launches take their arguments by struct: never held
     std::vector<bool> keep(count, false);
     for (int o : k.outputs) keep[size_t(o)] = true;
     const std::vector<std::vector<size_t>> frees = last_reads(k);
@@ -378,6 +426,9 @@ class Launcher {
     if (n.result->cuda_device() == d_.index) return n.result;
     auto& copy = uploads_[&n];
     if (!copy) {
+      // The copy goes on the stream now, into a block that a held kernel may still use (freed
+      // earlier in the flush): those kernels go first.
+      queue_held();
       if (n.result->cuda_device() >= 0) {  // another device's: through the host
         DeviceState& other = device_state(n.result->cuda_device());
         BufferPtr host = download(other, *n.result);
@@ -395,6 +446,7 @@ class Launcher {
   // not one cuBLAS takes (the host runs it then).
   bool gemm(ir::Node& n) {
     if (n.dtype != kFloat && n.dtype != kDouble) return false;
+    queue_held();  // cuBLAS's kernels go on the stream after the ones before
     struct Operand {
       int64_t ld = 0, batch_stride = 0, offset = 0;
       bool transposed = false;
@@ -471,6 +523,7 @@ class Launcher {
                    ir::op_name(op));
     }
     stats_add(&Stats::cuda_host_fallbacks, 1);
+    queue_held();  // the host reads what the kernels before it wrote
     std::vector<ir::Node*> reads;
     if (k.kind == Kernel::Kind::Library)
       for (const auto& in : k.library_node->inputs) reads.push_back(in.node.get());
@@ -506,6 +559,9 @@ class Launcher {
   }
 
   DeviceState& d_;
+  bool hold_ = false;  // launches are held back in runs (graphs.h)
+  std::vector<HeldLaunch> held_;
+  std::vector<uint64_t> held_args_;
   bool unfused_ = false;  // a kernel of the flush ran on the per-op kernels
   std::vector<Arg> args_;
   std::vector<void*> params_;                               // pointers to args_, as cuLaunchKernel takes them

@@ -9,7 +9,9 @@
 // on the per-op kernels meanwhile (per_op.h; KILN_COMPILE=wait waits for it). Kernels the
 // generator has no CUDA source for (scatter-adds into narrow dtypes), and matmuls on layouts
 // cuBLAS does not take, run on the host: copied there, interpreted, copied back (logged once per
-// op, counted in Stats::cuda_host_fallbacks), so every program still runs.
+// op, counted in Stats::cuda_host_fallbacks), so every program still runs. Launches of fused
+// kernels are held back in runs, each put on the stream before anything else goes there; a run
+// that recurs is replayed as one CUDA graph (graphs.h).
 #pragma once
 #include "codegen/backend.h"
 #include "runtime/cuda/driver.h"

@@ -228,6 +228,7 @@ class DeviceMemory : public RawMemory {
   }
   void release(void* memory, size_t) override {
     set_device(index_);
+    before_free();
     KILN_CU(cuMemFree, static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(memory)));
   }
   std::string capacity() const override {
@@ -274,6 +275,7 @@ class FakeDeviceMemory : public RawMemory {
     return reinterpret_cast<void*>(static_cast<uintptr_t>(ptr));
   }
   void release(void* memory, size_t) override {
+    before_free();
     check(fake_->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(memory))), "cuMemFree");
   }
 

@@ -56,6 +56,17 @@ void bind_all(SharedLibrary& lib, DriverApi& a) {
   lib.bind(a.cuLaunchKernel, {"cuLaunchKernel"});
 }
 
+// The optional entry points (graphs_supported), bound after missing() was read.
+void bind_optional(SharedLibrary& lib, DriverApi& a) {
+  lib.bind(a.cuGraphCreate, {"cuGraphCreate"});
+  lib.bind(a.cuGraphAddKernelNode, {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"});
+  lib.bind(a.cuGraphInstantiateWithFlags, {"cuGraphInstantiateWithFlags"});
+  lib.bind(a.cuGraphLaunch, {"cuGraphLaunch"});
+  lib.bind(a.cuGraphExecKernelNodeSetParams, {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"});
+  lib.bind(a.cuGraphExecDestroy, {"cuGraphExecDestroy"});
+  lib.bind(a.cuGraphDestroy, {"cuGraphDestroy"});
+}
+
 Driver load() {
   Driver d;
   SharedLibrary lib({"libcuda.so.1"});
@@ -68,6 +79,7 @@ Driver load() {
     d.reason = "libcuda.so.1 lacks " + lib.missing() + ": the NVIDIA driver is too old for kiln";
     return d;
   }
+  bind_optional(lib, d.api);
   if (CUresult r = d.api.cuInit(0); r != CUDA_SUCCESS) {
     // A machine with the driver but no GPU (or none visible to this process) answers cuInit so.
     d.reason = r == CUDA_ERROR_NO_DEVICE ? "no CUDA device" : "cuInit failed: " + error_text("cuInit", r);
@@ -112,6 +124,23 @@ void use_fake_device(bool on, const DriverApi* fake) {
   g_fake = on;
 }
 bool fake_device() { return g_fake; }
+
+bool graphs_supported(const DriverApi& a) {
+  return a.cuGraphCreate && a.cuGraphAddKernelNode && a.cuGraphInstantiateWithFlags && a.cuGraphLaunch &&
+         a.cuGraphExecKernelNodeSetParams && a.cuGraphExecDestroy && a.cuGraphDestroy;
+}
+
+namespace {
+thread_local void (*t_before_free)(void*) = nullptr;
+thread_local void* t_before_free_context = nullptr;
+}  // namespace
+void set_before_free(void (*hook)(void*), void* context) {
+  t_before_free = hook;
+  t_before_free_context = context;
+}
+void before_free() {
+  if (t_before_free) t_before_free(t_before_free_context);
+}
 
 const DriverApi& api() {
   if (g_fake) {

@@ -18,6 +18,21 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+// CUDA_KERNEL_NODE_PARAMS_v2 (CUDA 12 and 13). A driver older than 12 takes the first ten fields,
+// its CUDA_KERNEL_NODE_PARAMS, which are the same.
+struct CudaKernelNodeParams {
+  CUfunction func = nullptr;
+  unsigned gridDimX = 1, gridDimY = 1, gridDimZ = 1;
+  unsigned blockDimX = 1, blockDimY = 1, blockDimZ = 1;
+  unsigned sharedMemBytes = 0;
+  void** kernelParams = nullptr;  // pointers to the arguments: the driver copies their values
+  void** extra = nullptr;
+  void* kern = nullptr;  // a CUkernel, read only where func is null
+  CUcontext ctx = nullptr;
+};
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
@@ -69,7 +84,19 @@ struct DriverApi {
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                              unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream, void** params,
                              void** extra);
+  // CUDA graphs (codegen/cuda/graphs.h), optional: null where the driver lacks them, and then
+  // every kernel is launched on its own (graphs_supported()).
+  CUresult (*cuGraphCreate)(CUgraph* graph, unsigned flags);
+  CUresult (*cuGraphAddKernelNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
+                                   size_t dependency_count, const CudaKernelNodeParams* params);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CudaKernelNodeParams* params);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
 };
+// Whether `api` has every CUDA graph entry point.
+bool graphs_supported(const DriverApi& api);
 
 // Whether kiln can use a CUDA device here: the driver opened, cuInit succeeded, and it counts at
 // least one device. Decided once per process; never throws.
@@ -113,6 +140,12 @@ void synchronize(int index);
 // stands in for the driver (tests/cuda_fake_driver.h: copies are memcpy, kernels are their CUDA
 // source compiled for the host). The real driver is never called meanwhile.
 void use_fake_device(bool on, const DriverApi* fake = nullptr);
+// A thread that holds launches back to queue them later together (codegen/cuda/graphs.h) sets a
+// hook, called on that thread before device memory goes back to the driver (a failed
+// allocation's retry): it queues them then, so that queued work never names freed memory. Null
+// unsets it.
+void set_before_free(void (*hook)(void*), void* context);
+void before_free();
 bool fake_device();
 
 }  // namespace kiln::cuda_driver
