@@ -8,7 +8,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <type_traits>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "frontend/autograd.h"
 #include "frontend/distributed/collective_queue.h"
@@ -178,11 +183,48 @@ void narrow_reduce(void* in, void* inout, int* length, MpiHandle*) {
   }
 }
 
+// The sums DDP's compress hooks make, on a whole bucket a step: written so that they vectorize
+// (the generic loop above converts one element at a time, through branches, at several ns an
+// element). bfloat16: its rounding without a branch; float16: the CPU's F16C conversions where it
+// has them (both round to nearest even).
+void bfloat16_sum(void* in, void* inout, int* length, MpiHandle*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *length; ++i) {
+    const float sum = bfloat16_bits_to_float(a[i]) + bfloat16_bits_to_float(b[i]);
+    uint32_t u;
+    std::memcpy(&u, &sum, sizeof u);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    b[i] = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void float16_sum_f16c(void* in, void* inout, int* length, MpiHandle* type) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  int i = 0;
+  for (; i + 8 <= *length; i += 8) {
+    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b + i),
+                     _mm256_cvtps_ph(_mm256_add_ps(x, y), _MM_FROUND_TO_NEAREST_INT));
+  }
+  int rest = *length - i;
+  narrow_reduce<Half, ReduceOp::SUM>(const_cast<uint16_t*>(a + i), b + i, &rest, type);
+}
+#endif
+
 template <typename T>
 void (*narrow_function(ReduceOp op))(void*, void*, int*, MpiHandle*) {
   switch (op) {
     case ReduceOp::SUM:
-    case ReduceOp::AVG: return &narrow_reduce<T, ReduceOp::SUM>;
+    case ReduceOp::AVG:
+      if constexpr (std::is_same_v<T, BFloat16>) return &bfloat16_sum;
+#if defined(__x86_64__)
+      if (std::is_same_v<T, Half> && __builtin_cpu_supports("f16c")) return &float16_sum_f16c;
+#endif
+      return &narrow_reduce<T, ReduceOp::SUM>;
     case ReduceOp::PRODUCT: return &narrow_reduce<T, ReduceOp::PRODUCT>;
     case ReduceOp::MIN: return &narrow_reduce<T, ReduceOp::MIN>;
     case ReduceOp::MAX: return &narrow_reduce<T, ReduceOp::MAX>;
