@@ -54,7 +54,7 @@ struct Mpi {
   MpiHandle float32, float64, int64, int32, int8, uint8, uint16, boolean, byte;
   MpiHandle op_sum, op_prod, op_min, op_max;
   MpiHandle narrow_ops[2][4] = {};  // [float16, bfloat16][sum, product, min, max], made at first use
-  std::string reason;  // why MPI is not usable; empty when it is
+  std::string reason;               // why MPI is not usable; empty when it is
   bool we_initialized = false;
   bool broken = false;  // a collective timed out: MPI cannot be finalized cleanly
 };
