@@ -100,6 +100,12 @@ int main(int argc, char** argv) {
                    "or nccl (GPUs); auto: nccl on GPUs, mpi under mpirun, else gloo")
       ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))
       ->capture_default_str();
+  train_cmd
+      ->add_option("--comm-hook", train.comm_hook,
+                   "With several ranks: none, or fp16 / bf16 to all-reduce the gradients in float16 / bfloat16 "
+                   "(PyTorch's fp16_compress_hook / bf16_compress_hook: half the bytes)")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+      ->capture_default_str();
   train.command_line.assign(argv, argv + argc);
 
   kiln::cli::BenchOptions bench;

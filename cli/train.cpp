@@ -126,6 +126,9 @@ int train(const TrainOptions& o) {
   const int rank = distributed ? kiln::distributed::get_rank() : 0;
   const int world = distributed ? kiln::distributed::get_world_size() : 1;
   const bool reports = rank == 0;
+  KILN_CHECK(o.comm_hook == "none" || distributed, "train: --comm-hook ", o.comm_hook,
+             " compresses the gradients that ranks all-reduce: it needs --nproc-per-node 2 or more (or a job that "
+             "kiln launch or mpirun started)");
   if (o.threads > 0) set_num_threads(o.threads);
   KILN_CHECK(device.is_cpu() || kiln::cuda::is_available(), "train: --device ", o.device,
              " was asked for, but CUDA is not available: ", kiln::cuda::unavailable_reason());
@@ -139,7 +142,12 @@ int train(const TrainOptions& o) {
   torch::nn::Sequential model = o.model == "cnn" ? fashion::make_cnn() : fashion::make_mlp();
   model->to(device);
   kiln::nn::parallel::DistributedDataParallel<torch::nn::SequentialImpl> ddp(nullptr);
-  if (distributed) ddp = kiln::nn::parallel::DistributedDataParallel(model);  // rank 0's initial weights
+  if (distributed) {
+    ddp = kiln::nn::parallel::DistributedDataParallel(model);  // rank 0's initial weights
+    namespace hooks = kiln::distributed::algorithms::ddp_comm_hooks::default_hooks;
+    if (o.comm_hook == "fp16") ddp->register_comm_hook(nullptr, &hooks::fp16_compress_hook);
+    if (o.comm_hook == "bf16") ddp->register_comm_hook(nullptr, &hooks::bf16_compress_hook);
+  }
   auto optimizer = make_optimizer(o.optimizer, model->parameters(), o.lr);
   // The same shuffled order on every rank (same seed); each rank takes its share of each batch.
   data::DataLoader loader(train_images, train_set.labels, o.batch_size, /*shuffle=*/true, o.seed);
@@ -147,7 +155,12 @@ int train(const TrainOptions& o) {
     std::printf("kiln train: %s on %s, Fashion-MNIST (%lld training, %lld test images from %s), %s lr %g, batch %lld",
                 o.model.c_str(), device.str().c_str(), (long long)train_set.size(), (long long)test_set.size(),
                 dir.c_str(), o.optimizer.c_str(), o.lr, (long long)o.batch_size);
-    if (distributed) std::printf(" split over %d ranks (%s)", world, kiln::distributed::get_backend().c_str());
+    if (distributed)
+      std::printf(" split over %d ranks (%s%s%s)", world, kiln::distributed::get_backend().c_str(),
+                  o.comm_hook == "none" ? "" : ", gradients in ",
+                  o.comm_hook == "fp16"   ? "float16"
+                  : o.comm_hook == "bf16" ? "bfloat16"
+                                          : "");
     std::printf("\n");
     std::fflush(stdout);
   }

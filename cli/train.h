@@ -27,6 +27,9 @@ struct TrainOptions {
   // auto: nccl on GPUs, mpi in a job mpirun started, else gloo. With mpi, --nproc-per-node starts
   // the ranks through mpirun (Open MPI moves the gradients through shared memory, Gloo through TCP).
   std::string backend = "auto";
+  // none | fp16 | bf16: DDP's gradient buckets all-reduced in float16 or bfloat16 (PyTorch's
+  // fp16_compress_hook and bf16_compress_hook), half the bytes of float32.
+  std::string comm_hook = "none";
   std::vector<std::string> command_line;
 };
 

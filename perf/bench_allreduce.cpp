@@ -1,7 +1,8 @@
 // all_reduce bandwidth over Gloo, and what DDP's communication adds to a training step. Run one
 // rank per process: `build/cli/kiln launch --nproc-per-node 2 -- build/perf/bench_allreduce`
 // (alone, it is a job of one rank), or over MPI: `mpirun -np 2 build/perf/bench_allreduce`. Rank 0 prints the tables;
-// `--quick` for a short run, `--mlp-only` for the training steps alone.
+// `--quick` for a short run, `--mlp-only` for the training steps alone, `--comm-hook fp16|bf16` for
+// DDP's buckets all-reduced in that dtype (PyTorch's compress hooks).
 #include <kiln/distributed.h>
 #include <kiln/torch.h>
 #include <unistd.h>
@@ -49,9 +50,15 @@ double time_steps(F&& step, double min_seconds, double* cpu_per_step = nullptr) 
 
 int main(int argc, char** argv) {
   bool quick = false, mlp_only = false;
+  std::string comm_hook = "none";
   for (int i = 1; i < argc; ++i) {
     quick = quick || std::string(argv[i]) == "--quick";
     mlp_only = mlp_only || std::string(argv[i]) == "--mlp-only";
+    if (std::string(argv[i]) == "--comm-hook" && i + 1 < argc) comm_hook = argv[++i];
+  }
+  if (comm_hook != "none" && comm_hook != "fp16" && comm_hook != "bf16") {
+    std::fprintf(stderr, "bench_allreduce: --comm-hook takes none, fp16 or bf16, not '%s'\n", comm_hook.c_str());
+    return 2;
   }
   const double min_seconds = quick ? 0.01 : 1.0;
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
@@ -110,7 +117,13 @@ int main(int argc, char** argv) {
   torch::nn::Sequential mlp(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
                             torch::nn::Linear(512, 256), torch::nn::ReLU(), torch::nn::Linear(256, 10));
   auto ddp = kiln::nn::parallel::DistributedDataParallel(mlp);
+  namespace hooks = dist::algorithms::ddp_comm_hooks::default_hooks;
+  if (comm_hook == "fp16") ddp->register_comm_hook(nullptr, &hooks::fp16_compress_hook);
+  if (comm_hook == "bf16") ddp->register_comm_hook(nullptr, &hooks::bf16_compress_hook);
   torch::optim::Adam adam(mlp->parameters(), torch::optim::AdamOptions(1e-3));
+  if (rank == 0 && comm_hook != "none")
+    std::printf("DDP's buckets all-reduced in %s (%s_compress_hook)\n", comm_hook == "fp16" ? "float16" : "bfloat16",
+                comm_hook.c_str());
   if (rank == 0)
     std::printf(
         "| MLP step | ms with DDP | ms without communication | DDP's cost | CPU ms with DDP | CPU ms without "

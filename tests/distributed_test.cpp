@@ -174,6 +174,29 @@ TEST(Distributed, DdpWithNoSyncMatchesOneProcess) { expect_all_pass(run_ranks(2,
 
 TEST(Distributed, DdpFindsUnusedParameters) { expect_all_pass(run_ranks(2, {"ddp_unused", "3"}, {kInterp})); }
 
+// PyTorch's communication hooks over Gloo: fp16_compress_hook training 10 steps (and with no_sync)
+// to parameters identical across ranks and close to float32's, allreduce_hook (with
+// find_unused_parameters) to float32's own; bf16_compress_hook training 10 steps.
+TEST(Distributed, DdpCommHooksOnTwoRanks) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"ddp_hook", "fp16", "10"},
+                                             {"ddp_hook", "bf16", "10"},
+                                             {"ddp_hook", "fp16", "5", "no_sync"},
+                                             {"ddp_hook", "allreduce", "10", "unused"}}) {
+    const auto ranks = run_ranks(2, args, {kInterp});
+    expect_all_pass(ranks);
+    EXPECT_NE(ranks[0].output.find("ddp with hook " + args[1]), std::string::npos) << ranks[0].output;
+  }
+}
+
+// A hook of the user's, with a state, is called once per bucket in bucket order, and its future's
+// tensor (then() callbacks included) becomes the gradients.
+TEST(Distributed, DdpCustomCommHookIsCalledPerBucketInOrder) {
+  const auto ranks = run_ranks(2, {"ddp_custom_hook"}, {kInterp});
+  expect_all_pass(ranks);
+  EXPECT_NE(ranks[0].output.find("ddp custom hook, 4 calls a backward, ok"), std::string::npos) << ranks[0].output;
+}
+
 TEST(Distributed, DdpOnFourRanks) { expect_all_pass(run_ranks(4, {"ddp", "3"}, {kInterp})); }
 
 TEST(Distributed, GroupLeftAtExitIsTakenDown) {
@@ -222,6 +245,8 @@ TEST(Distributed, EveryDtypeAndOpThroughEveryGlooAllreduce) {
   expect_all_pass(run_ranks(4, {"every_dtype"}, {kInterp, "KILN_GLOO_RING_MAX_BYTES=256"}));
   expect_all_pass(run_ranks(3, {"every_dtype"}, {kInterp}));
   expect_all_pass(run_ranks(3, {"every_dtype", "options_api"}, {kInterp}));
+  expect_all_pass(run_ranks(3, {"narrow_dtypes"}, {kInterp}));  // float16 and bfloat16
+  expect_all_pass(run_ranks(2, {"narrow_dtypes", "options_api"}, {kInterp}));
 }
 
 // Past two ranks every float all-reduce takes halving-doubling: each rank's result is the very
@@ -316,49 +341,73 @@ TEST(Distributed, InitProcessGroupBadArguments) {
   EXPECT_FALSE(dist::is_initialized());
 }
 
-// A job that mpirun starts, on the mpi backend: the collectives, a mismatched call and DDP, as on
-// Gloo. Open MPI refuses root without --allow-run-as-root.
-TEST(Distributed, MpiJobStartedByMpirun) {
-  if (std::system("command -v mpirun > /dev/null 2>&1") != 0)
-    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin): the mpi backend is not tested here";
+namespace {
+
+bool have_mpirun() { return std::system("command -v mpirun > /dev/null 2>&1") == 0; }
+
+// Two workers started by mpirun on the mpi backend (Open MPI refuses root without
+// --allow-run-as-root): whether both passed, and their output.
+std::pair<bool, std::string> mpirun_workers(const std::string& args, int timeout_ms = 20000) {
   // Under AddressSanitizer (scripts/sanitize.sh), without leak detection in these ranks: Open MPI
   // leaves allocations at MPI_Finalize in plugins it then unloads, whose frames no suppression can
   // name. The Gloo jobs run the same worker code with it on.
   std::string sanitizer;
   if (const char* asan = std::getenv("ASAN_OPTIONS"))
     sanitizer = "-x ASAN_OPTIONS='" + std::string(asan) + ":detect_leaks=0' ";
-  auto run = [&sanitizer](const std::string& args, int timeout_ms = 20000) {
-    const std::string command =
-        "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + sanitizer +
-        "-x KILN_TEST_BACKEND=mpi -x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=" +
-        std::to_string(timeout_ms) + " " KILN_DISTRIBUTED_WORKER " " + args + " 2>&1";
-    std::string output;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    char chunk[4096];
-    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) output.append(chunk, n);
-    const int status = ::pclose(pipe);
-    return std::make_pair(WIFEXITED(status) && WEXITSTATUS(status) == 0, output);
-  };
-  const auto [collectives_ok, collectives] = run("collectives");
+  const std::string command =
+      "timeout -s KILL 120 mpirun --allow-run-as-root --oversubscribe -np 2 " + sanitizer +
+      "-x KILN_TEST_BACKEND=mpi -x KILN_BACKEND=interp -x KILN_NUM_THREADS=1 -x KILN_TEST_TIMEOUT_MS=" +
+      std::to_string(timeout_ms) + " " KILN_DISTRIBUTED_WORKER " " + args + " 2>&1";
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  char chunk[4096];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0;) output.append(chunk, n);
+  const int status = ::pclose(pipe);
+  return std::make_pair(WIFEXITED(status) && WEXITSTATUS(status) == 0, output);
+}
+
+}  // namespace
+
+// A job that mpirun starts, on the mpi backend: the collectives, a mismatched call and DDP, as on
+// Gloo.
+TEST(Distributed, MpiJobStartedByMpirun) {
+  if (!have_mpirun())
+    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin): the mpi backend is not tested here";
+  const auto [collectives_ok, collectives] = mpirun_workers("collectives");
   EXPECT_TRUE(collectives_ok) << collectives;
   for (int r = 0; r < 2; ++r)
     EXPECT_NE(collectives.find("rank " + std::to_string(r) + " of 2: collectives ok"), std::string::npos)
         << collectives;
-  const auto [shapes_ok, shapes] = run("shapes");
+  const auto [shapes_ok, shapes] = mpirun_workers("shapes");
   EXPECT_TRUE(shapes_ok) << shapes;
   EXPECT_NE(shapes.find("all_reduce(SUM) (mpi) failed: the ranks' calls differ: rank 0 called all_reduce(SUM) [2] "
                         "float32, rank 1 called all_reduce(SUM) [3] float32"),
             std::string::npos)
       << shapes;
-  const auto [ddp_ok, ddp] = run("ddp 3");
+  const auto [ddp_ok, ddp] = mpirun_workers("ddp 3");
   EXPECT_TRUE(ddp_ok) << ddp;
   EXPECT_NE(ddp.find("ddp relative difference"), std::string::npos) << ddp;
   // A rank that stops: the other's collective fails within the timeout, and mpirun ends the job.
-  const auto [stop_ok, stop] = run("stop", 1500);
+  const auto [stop_ok, stop] = mpirun_workers("stop", 1500);
   EXPECT_NE(stop.find("rank 0: error after"), std::string::npos) << stop;
   EXPECT_NE(stop.find("all_reduce(SUM) (mpi) failed: MPI_Iallgather did not complete within 1500 ms"),
             std::string::npos)
       << stop;
+}
+
+// Communication hooks over MPI, which moves float16 and bfloat16 as 16-bit words and reduces them
+// with ops of kiln's: every op on both dtypes, and PyTorch's bf16 and fp16 hooks training 10 steps
+// (with find_unused_parameters, and no_sync) to parameters identical across ranks and close to
+// float32's (tests/distributed/worker.cpp's ddp() gives the tolerances and why).
+TEST(Distributed, MpiNarrowDtypesAndCompressHooks) {
+  if (!have_mpirun())
+    GTEST_SKIP() << "mpirun is not installed (apt-get install openmpi-bin): the mpi backend is not tested here";
+  for (const std::string args :
+       {"narrow_dtypes", "ddp_hook bf16 10", "ddp_hook bf16 10 unused", "ddp_hook fp16 10 no_sync"}) {
+    const auto [ok, output] = mpirun_workers(args);
+    EXPECT_TRUE(ok) << args << ":\n" << output;
+    EXPECT_NE(output.find(args == "narrow_dtypes" ? "every dtype ok" : "ddp with hook"), std::string::npos) << output;
+  }
 }
 
 TEST(Distributed, MpiBadArguments) {
@@ -437,8 +486,8 @@ TEST(Distributed, OneRankOverAFileStore) {
   EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
   EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2}, kiln::TensorOptions(kiln::kLong)), dist::ReduceOp::AVG),
                     "all_reduce(AVG): AVG needs a floating-point tensor, got [2] int64");
-  EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2}, kiln::TensorOptions(kiln::kBFloat16))),
-                    "all_reduce(SUM): dtype bfloat16 is not supported by the gloo backend");
+  EXPECT_THROW_WITH(dist::all_reduce(kiln::ones({2}, kiln::TensorOptions(kiln::kShort))),
+                    "all_reduce(SUM): dtype int16 is not supported by the gloo backend");
   std::vector<Tensor> too_few;
   EXPECT_THROW_WITH(dist::all_gather(too_few, kiln::ones({2})),
                     "all_gather: the output list has 0 tensors for 1 ranks");

@@ -83,6 +83,16 @@ Reducer::~Reducer() {
   for (size_t i = 0; i < hooks_.size(); ++i) params_[i].second.remove_hook(hooks_[i]);
 }
 
+// PyTorch's checks and messages (Reducer::register_comm_hook, DistributedDataParallel's docs).
+void Reducer::register_comm_hook(distributed::CommHook hook) {
+  KILN_CHECK(hook, "register_comm_hook: Communication hook must be callable.");
+  KILN_CHECK(!comm_hook_, "register_comm_hook or register_builtin_comm_hook can only be called once.");
+  KILN_CHECK(!backward_seen_,
+             "register_comm_hook: DDP communication hook can only be registered once and should be registered "
+             "before calling backward (a backward pass through this DistributedDataParallel has run)");
+  comm_hook_ = std::move(hook);
+}
+
 std::vector<size_t> Reducer::bucket_parameter_counts() const {
   std::vector<size_t> counts;
   for (const auto& b : buckets_) counts.push_back(b.params.size());
@@ -213,6 +223,7 @@ void Reducer::start_round() {
     b.pending = b.params.size();
     b.flat = Tensor();
     b.work.reset();
+    b.reduced.reset();
   }
   used_work_.reset();
   if (!options_.find_unused_parameters) return;
@@ -237,6 +248,7 @@ void Reducer::start_round() {
 }
 
 Tensor Reducer::on_gradient(size_t param, const Tensor& grad) {
+  backward_seen_ = true;
   if (!sync_) return Tensor();        // no_sync: accumulate into .grad as usual
   if (!round_active_) start_round();  // a backward pass without a forward through DDP
   KILN_CHECK(!ready_[param], "DistributedDataParallel: parameter '", params_[param].first,
@@ -281,6 +293,15 @@ void Reducer::launch_ready_buckets() {
     for (const Tensor& piece : b.pieces) flat.push_back(piece.reshape({-1}));
     b.flat = (flat.size() == 1 ? flat[0] : cat(flat)).contiguous();
     b.pieces.clear();
+    if (comm_hook_) {
+      std::vector<Tensor> parameters;
+      for (size_t i : b.params) parameters.push_back(params_[i].second);
+      distributed::GradBucket bucket(next_launch_ - 1, buckets_.size(), b.flat, std::move(parameters));
+      b.reduced = comm_hook_(bucket);
+      KILN_CHECK(b.reduced, "DistributedDataParallel: the communication hook returned no future for bucket ",
+                 next_launch_ - 1);
+      continue;
+    }
     std::vector<Tensor> tensors{b.flat};
     distributed::AllreduceOptions options;
     options.reduceOp = distributed::ReduceOp::SUM;
@@ -300,9 +321,19 @@ Tensor Reducer::finish_round(size_t current_param) {
     if (used_work_) used_work_->wait();
     used_by_ranks = used_by_ranks_.to_vector<int32_t>();
   }
-  for (auto& b : buckets_) {
-    b.work->wait();  // a failed all-reduce (a rank died) throws kiln::Error here, out of backward()
-    const Tensor average = b.flat * scale;
+  for (size_t index = 0; index < buckets_.size(); ++index) {
+    Bucket& b = buckets_[index];
+    Tensor average;
+    if (b.reduced) {  // the hook averaged
+      average = b.reduced->wait();
+      KILN_CHECK(average.defined() && average.numel() == b.numel, "DistributedDataParallel: the communication hook's ",
+                 "future holds ", average.defined() ? std::to_string(average.numel()) + " elements" : "no tensor",
+                 " for bucket ", index, " of ", b.numel, " gradient elements");
+      average = average.reshape({-1}).to(b.dtype);
+    } else {
+      b.work->wait();  // a failed all-reduce (a rank died) throws kiln::Error here, out of backward()
+      average = b.flat * scale;
+    }
     for (size_t k = 0; k < b.params.size(); ++k) {
       const size_t i = b.params[k];
       if (!used_by_ranks.empty() && used_by_ranks[i] == 0) continue;  // no rank used it: .grad untouched
@@ -315,6 +346,7 @@ Tensor Reducer::finish_round(size_t current_param) {
     }
     b.flat = Tensor();
     b.work.reset();
+    b.reduced.reset();
   }
   round_active_ = false;
   ready_count_ = 0;

@@ -11,13 +11,16 @@
 // so the rest of the backward pass is traced while it runs). When the last bucket is done every
 // parameter's .grad is the average over ranks of (its .grad before backward + this gradient), as
 // in PyTorch. Inside no_sync() gradients accumulate locally, and the next synchronized backward
-// averages the sum.
+// averages the sum. register_comm_hook hands each bucket's reduction to a communication hook
+// (comm_hooks.h: PyTorch's, e.g. bf16_compress_hook, which moves half the bytes).
 #pragma once
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
+#include "frontend/distributed/comm_hooks.h"
 #include "frontend/distributed/process_group.h"
 #include "frontend/nn/module.h"
 
@@ -55,6 +58,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   bool sync() const { return sync_; }
   size_t bucket_count() const { return buckets_.size(); }
   std::vector<size_t> bucket_parameter_counts() const;
+  void register_comm_hook(distributed::CommHook hook);
 
  private:
   struct Bucket {
@@ -65,7 +69,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<Tensor> pieces;  // this round's gradients, by position in the bucket
     size_t pending = 0;
     Tensor flat;
-    std::shared_ptr<distributed::Work> work;
+    std::shared_ptr<distributed::Work> work;       // the default reduction's
+    std::shared_ptr<distributed::Future> reduced;  // a communication hook's
   };
   Tensor on_gradient(size_t param, const Tensor& grad);
   void start_round();
@@ -90,7 +95,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> waiting_for_average_;
   Tensor used_by_ranks_;  // find_unused_parameters: how many ranks used each parameter this round
   std::shared_ptr<distributed::Work> used_work_;
-  bool sync_ = true, round_active_ = false;
+  distributed::CommHook comm_hook_;
+  bool sync_ = true, round_active_ = false, backward_seen_ = false;
   size_t ready_count_ = 0, gradients_seen_ = 0, next_launch_ = 0;
 };
 
@@ -120,6 +126,18 @@ class DistributedDataParallelImpl : public Module {
     auto output = module_->forward(std::forward<Args>(args)...);
     reducer_->after_forward(tensors_of(output));
     return output;
+  }
+
+  // PyTorch's register_comm_hook(state, hook): `hook(state, bucket)` reduces each gradient bucket
+  // and returns a future of the reduced (averaged) gradients, e.g.
+  // `ddp->register_comm_hook(nullptr, &default_hooks::bf16_compress_hook)` (null: the default
+  // group). Once, before the first backward pass; every rank registers the same hook.
+  template <typename State, typename Hook>
+  void register_comm_hook(State state, Hook hook) {
+    if constexpr (std::is_constructible_v<bool, const Hook&>)
+      KILN_CHECK(bool(hook), "register_comm_hook: Communication hook must be callable.");
+    reducer_->register_comm_hook([state = std::move(state), hook = std::move(hook)](
+                                     distributed::GradBucket& bucket) mutable { return hook(state, bucket); });
   }
 
   ModuleType& module() { return *module_; }

@@ -48,6 +48,8 @@ void with_gloo_element_type(ScalarType dtype, const std::string& call, F&& f) {
     f(int8_t{});
   else if (dtype == kHalf)
     f(gloo::float16{});
+  else if (dtype == kBFloat16)  // kiln's: adds and compares through float, as gloo::float16 does
+    f(BFloat16{});
   else
     throw Error(call + ": dtype " + dtype_name(dtype) + " is not supported by the gloo backend");
 }

@@ -3,6 +3,7 @@
 // c10d names (namespace c10d). Collectives run on Gloo (CPU tensors).
 #pragma once
 #include "frontend/distributed/c10d.h"
+#include "frontend/distributed/comm_hooks.h"
 #include "frontend/distributed/ddp.h"
 #include "frontend/distributed/distributed.h"
 #include "frontend/distributed/process_group.h"

@@ -141,10 +141,58 @@ struct NetImpl : nn::Module {
 };
 KILN_MODULE(Net);
 
+// The unit roundoff of a compress hook's dtype (2^-p for p significant bits; 0: no compression).
+double hook_roundoff(const std::string& hook) {
+  return hook == "bf16" ? std::ldexp(1.0, -8) : hook == "fp16" ? std::ldexp(1.0, -11) : 0;
+}
+
+// Each rank's gradients on its share, from the reference model (the ranks' parameters before the
+// first step), by parameter name: [rank][name].
+std::vector<std::map<std::string, Tensor>> gradients_of_shares(nn::Module& reference, const Tensor& x, const Tensor& y,
+                                                               int world, int64_t share,
+                                                               const std::function<Tensor(const Tensor&)>& forward) {
+  std::vector<std::map<std::string, Tensor>> out(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    for (const auto& p : reference.parameters()) p.mutable_grad() = Tensor();
+    kiln::mse_loss(forward(x.narrow(0, r * share, share)), y.narrow(0, r * share, share)).backward();
+    for (const auto& item : reference.named_parameters())
+      if (item.value().grad().defined()) out[size_t(r)][item.key()] = item.value().grad().clone();
+  }
+  for (const auto& p : reference.parameters()) p.mutable_grad() = Tensor();
+  return out;
+}
+
+// A compress hook's averaged gradients against the exact average of the ranks' gradients g_r,
+// element by element. Each rank's bucket is rounded to the narrow dtype (relative error u),
+// divided by the world size (exact for 2 ranks), and the sum is rounded again, so
+// |hook - mean(g_r)| <= u mean|g_r| + u (1 + u) mean|g_r|; float32's rounding of the gradients
+// themselves and float16's subnormals (spacing 2^-24) add a little.
+void expect_within_compression_bound(const nn::Module& local, const std::vector<std::map<std::string, Tensor>>& shares,
+                                     double u) {
+  for (const auto& item : local.named_parameters()) {
+    if (!shares[0].count(item.key())) continue;  // no rank's share reached it
+    Tensor mean = kiln::zeros_like(item.value()), mean_abs = kiln::zeros_like(item.value());
+    for (const auto& grads : shares) {
+      mean = mean + grads.at(item.key()) / double(shares.size());
+      mean_abs = mean_abs + grads.at(item.key()).abs() / double(shares.size());
+    }
+    const Tensor bound = mean_abs * (2 * u * (1 + u) + 1e-6) + std::ldexp(1.0, -23);
+    const Tensor excess = (item.value().grad() - mean).abs() - bound;
+    const double worst = excess.max().item<double>();
+    if (!(worst <= 0)) std::printf("%s: a gradient is %.3g past the compression bound\n", item.key().c_str(), worst);
+    EXPECT_THAT(worst <= 0);
+  }
+}
+
 // DDP on W ranks, each on its share of the batch, against one process on the whole batch: the
 // same parameters after the steps, and the very same on every rank. With "no_sync", each step's
-// share is two micro-batches, the first backward inside no_sync().
-int ddp(int steps, bool use_no_sync, bool with_unused) {
+// share is two micro-batches, the first backward inside no_sync(). `hook`: a built-in
+// communication hook (allreduce, fp16 or bf16) reduces the buckets. A compress hook's first
+// gradients must be within the bound of its rounding, and the parameters after the steps within
+// 4 of the narrow dtype's roundings of their size of the float32 run's (as close as weights
+// stored in that dtype: measured 2.5 for bfloat16 and 0.65 for float16 over 10 steps; the steps'
+// rounding errors feed through the later gradients, which bounds no tighter a priori).
+int ddp(int steps, bool use_no_sync, bool with_unused, const std::string& hook = "") {
   init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
   kiln::manual_seed(1234);
@@ -159,10 +207,19 @@ int ddp(int steps, bool use_no_sync, bool with_unused) {
   options.first_bucket_cap_mb = 0.0005;  // several buckets even for this small model
   auto model = nn::parallel::DistributedDataParallel(local, options);
   EXPECT_THAT(model->reducer().bucket_count() >= 2);
+  namespace hooks = dist::algorithms::ddp_comm_hooks::default_hooks;
+  if (hook == "allreduce") model->register_comm_hook(nullptr, &hooks::allreduce_hook);
+  if (hook == "fp16") model->register_comm_hook(dist::default_process_group(), &hooks::fp16_compress_hook);
+  if (hook == "bf16") model->register_comm_hook(nullptr, &hooks::bf16_compress_hook);
   kiln::optim::SGD reference_opt(reference->parameters(), kiln::optim::SGDOptions(0.1).momentum(0.9));
   kiln::optim::SGD opt(model->parameters(), kiln::optim::SGDOptions(0.1).momentum(0.9));
   const int64_t share = batch / world;
+  const double u = hook_roundoff(hook);
   for (int step = 0; step < steps; ++step) {
+    std::vector<std::map<std::string, Tensor>> shares;
+    if (step == 0 && u > 0)
+      shares =
+          gradients_of_shares(*reference, x, y, world, share, [&](const Tensor& in) { return reference->forward(in); });
     reference_opt.zero_grad();
     kiln::mse_loss(reference->forward(x), y).backward();
     reference_opt.step();
@@ -179,6 +236,7 @@ int ddp(int steps, bool use_no_sync, bool with_unused) {
     } else {
       kiln::mse_loss(model->forward(xs), ys).backward();
     }
+    if (!shares.empty()) expect_within_compression_bound(*local, shares, u);
     opt.step();
   }
   const auto expected = reference->named_parameters();
@@ -189,7 +247,12 @@ int ddp(int steps, bool use_no_sync, bool with_unused) {
     const double scale = item.value().abs().max().item<double>();
     worst = std::max(worst, diff.item<double>() / std::max(scale, 1e-6));
   }
-  EXPECT_THAT(worst < 1e-5);
+  if (u == 0) {
+    EXPECT_THAT(worst < 1e-5);
+  } else {
+    EXPECT_THAT(worst < 4 * u);
+    EXPECT_THAT(worst > 1e-5);  // the narrow dtype's rounding shows: the hook ran
+  }
   // Every rank holds the very same parameters.
   Tensor all = kiln::cat({local->fc1->weight.reshape({-1}), local->fc2->weight.reshape({-1})});
   std::vector<Tensor> copies;
@@ -197,7 +260,87 @@ int ddp(int steps, bool use_no_sync, bool with_unused) {
   dist::all_gather(copies, all);
   for (int r = 0; r < world; ++r) EXPECT_THAT(copies[r].equal(all));
   dist::destroy_process_group();
-  std::printf("rank %d: ddp relative difference %.3g, %s\n", rank, worst, g_failures ? "FAILED" : "ok");
+  std::printf("rank %d: ddp%s%s relative difference %.3g, %s\n", rank, hook.empty() ? "" : " with hook ", hook.c_str(),
+              worst, g_failures ? "FAILED" : "ok");
+  return g_failures ? 1 : 0;
+}
+
+// A gradient against the expected one, to float32's rounding (relative to its largest element).
+void expect_close_gradient(int round, const std::string& name, const Tensor& want, const Tensor& have) {
+  const double error = (want - have).abs().max().item<double>() / std::max(want.abs().max().item<double>(), 1e-6);
+  if (!(error < 1e-5)) std::printf("round %d: %s relative error %.3g\n", round, name.c_str(), error);
+  EXPECT_THAT(error < 1e-5);
+}
+
+// A communication hook of the user's: it doubles each bucket, sums it over the ranks and, in a
+// then() callback, divides by the world size, recording each call in its state. DDP must call it
+// once per bucket, in bucket order, with the bucket's parameters, and give each .grad twice the
+// average over the ranks (computed here by one reference model on every rank's share). Two rounds.
+int ddp_custom_hook() {
+  init();
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  kiln::manual_seed(11);
+  const Tensor x = kiln::randn({4 * world, 8}), y = kiln::randn({4 * world, 4});
+  kiln::manual_seed(300);
+  Net reference(false);
+  kiln::manual_seed(300 + rank);
+  Net local(false);
+  nn::parallel::DistributedDataParallelOptions options;
+  options.first_bucket_cap_mb = 0.0001;  // a bucket per parameter: 4 buckets
+  options.bucket_cap_mb = 0.0003;
+  auto model = nn::parallel::DistributedDataParallel(local, options);
+  struct Calls {
+    std::vector<size_t> indices, parameter_counts;
+    std::vector<bool> last;
+    int bad_views = 0;
+  };
+  auto calls = std::make_shared<Calls>();
+  model->register_comm_hook(calls, [](const std::shared_ptr<Calls>& state, dist::GradBucket& bucket) {
+    state->indices.push_back(bucket.index());
+    state->last.push_back(bucket.is_last());
+    state->parameter_counts.push_back(bucket.parameters().size());
+    const std::vector<Tensor> views = bucket.gradients();
+    int64_t offset = 0;
+    for (size_t k = 0; k < views.size(); ++k) {
+      const Tensor& p = bucket.parameters()[k];
+      if (views[k].sizes() != p.sizes() || !views[k].reshape({-1}).equal(bucket.buffer().narrow(0, offset, p.numel())))
+        ++state->bad_views;
+      offset += p.numel();
+    }
+    Tensor doubled = bucket.buffer() * 2.0;
+    auto work = dist::all_reduce(doubled, dist::ReduceOp::SUM, /*async_op=*/true);
+    const double ranks = dist::get_world_size();
+    return std::make_shared<dist::Future>(work, doubled)->then([ranks](dist::Future& summed) {
+      return summed.value() / ranks;
+    });
+  });
+  const std::vector<size_t> counts = model->reducer().bucket_parameter_counts();
+  EXPECT_THAT(counts.size() == 4);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& p : reference->parameters()) p.mutable_grad() = Tensor();
+    for (const auto& p : local->parameters()) p.mutable_grad() = Tensor();
+    calls->indices.clear();
+    calls->last.clear();
+    calls->parameter_counts.clear();
+    for (int r = 0; r < world; ++r)
+      (kiln::mse_loss(reference->forward(x.narrow(0, 4 * r, 4)), y.narrow(0, 4 * r, 4)) / double(world)).backward();
+    kiln::mse_loss(model->forward(x.narrow(0, 4 * rank, 4)), y.narrow(0, 4 * rank, 4)).backward();
+    EXPECT_THAT(calls->parameter_counts == counts);
+    for (size_t i = 0; i < calls->indices.size(); ++i) {
+      EXPECT_THAT(calls->indices[i] == i);
+      EXPECT_THAT(calls->last[i] == (i + 1 == counts.size()));
+    }
+    EXPECT_THAT(calls->bad_views == 0);
+    const auto expected = reference->named_parameters();
+    const auto got = local->named_parameters();
+    for (const auto& item : expected) {
+      const Tensor want = item.value().grad() * 2.0, have = got[item.key()].grad();
+      expect_close_gradient(round, item.key(), want, have);
+    }
+  }
+  dist::destroy_process_group();
+  std::printf("rank %d: ddp custom hook, %zu calls a backward, %s\n", rank, calls->indices.size(),
+              g_failures ? "FAILED" : "ok");
   return g_failures ? 1 : 0;
 }
 
@@ -252,9 +395,7 @@ int ddp_partly_unused() {
       }
       EXPECT_THAT(want.defined() && have.defined());
       if (!want.defined() || !have.defined()) continue;
-      const double error = (want - have).abs().max().item<double>() / std::max(want.abs().max().item<double>(), 1e-6);
-      if (!(error < 1e-5)) std::printf("round %d: %s relative error %.3g\n", round, item.key().c_str(), error);
-      EXPECT_THAT(error < 1e-5);
+      expect_close_gradient(round, item.key(), want, have);
     }
   }
   dist::destroy_process_group();
@@ -266,7 +407,7 @@ int ddp_partly_unused() {
 // (the test sets KILN_GLOO_RING_MAX_BYTES between them, so that both of Gloo's all-reduce
 // algorithms run), twice over on fresh tensors: Gloo's instances are kept per shape, not per memory.
 // With `options_api`, each call has a timeout of its own, which takes Gloo's options API.
-int every_dtype(bool options_api) {
+int every_dtype(const std::vector<kiln::ScalarType>& dtypes, bool options_api) {
   init();
   const int rank = dist::get_rank(), world = dist::get_world_size();
   auto group = dist::default_process_group();
@@ -295,8 +436,6 @@ int every_dtype(bool options_api) {
     group->allgather(outputs, inputs, own_timeout(dist::AllgatherOptions{}))->wait();
   };
   using kiln::ScalarType;
-  const std::vector<ScalarType> dtypes = {kiln::kFloat, kiln::kDouble, kiln::kLong, kiln::kInt,
-                                          kiln::kByte,  kiln::kChar,   kiln::kHalf, kiln::kBool};
   const std::vector<dist::ReduceOp> ops = {dist::ReduceOp::SUM, dist::ReduceOp::AVG, dist::ReduceOp::PRODUCT,
                                            dist::ReduceOp::MIN, dist::ReduceOp::MAX};
   for (int round = 0; round < 2; ++round) {
@@ -536,6 +675,11 @@ int main(int argc, char** argv) {
     if (scenario == "ddp") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, false);
     if (scenario == "ddp_no_sync") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, true, false);
     if (scenario == "ddp_unused") return ddp(argc > 2 ? std::atoi(argv[2]) : 5, false, true);
+    if (scenario == "ddp_hook" && argc > 3) {  // ddp_hook allreduce|fp16|bf16 STEPS [no_sync|unused]
+      const std::string variant = argc > 4 ? argv[4] : "";
+      return ddp(std::atoi(argv[3]), variant == "no_sync", variant == "unused", argv[2]);
+    }
+    if (scenario == "ddp_custom_hook") return ddp_custom_hook();
     if (scenario == "no_destroy") {  // the group is taken down at exit
       init();
       dist::all_reduce(kiln::ones({4}));
@@ -546,7 +690,13 @@ int main(int argc, char** argv) {
     if (scenario == "identical_sums") return identical_sums();
     if (scenario == "exit_after") return exit_after(argc > 2 ? argv[2] : "");
     if (scenario == "stop") return peer_fails(true, argc > 2 ? std::atoi(argv[2]) : 0);
-    if (scenario == "every_dtype") return every_dtype(argc > 2 && std::string(argv[2]) == "options_api");
+    if (scenario == "every_dtype" || scenario == "narrow_dtypes") {
+      const bool options_api = argc > 2 && std::string(argv[2]) == "options_api";
+      if (scenario == "narrow_dtypes") return every_dtype({kiln::kHalf, kiln::kBFloat16}, options_api);
+      return every_dtype(
+          {kiln::kFloat, kiln::kDouble, kiln::kLong, kiln::kInt, kiln::kByte, kiln::kChar, kiln::kHalf, kiln::kBool},
+          options_api);
+    }
     if (scenario == "shapes") return mismatched_shapes(argc > 2 ? argv[2] : "all_reduce");
     if (scenario == "ddp_partly_unused") return ddp_partly_unused();
     if (scenario == "models") return mismatched_models(argc > 2 ? argv[2] : "");
@@ -554,10 +704,10 @@ int main(int argc, char** argv) {
     std::printf("error: %s\n", e.what());
     return 1;
   }
-  std::fprintf(
-      stderr,
-      "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
-      "ddp_partly_unused|identical_sums|exit|exit_after KIND|stop [CALL_TIMEOUT_MS]|every_dtype [options_api]|shapes "
-      "[all_reduce|broadcast|all_gather]|models [buckets]\n");
+  std::fprintf(stderr,
+               "usage: kiln_distributed_worker collectives|c10d FOLDER|ddp|ddp_no_sync|ddp_unused [STEPS]|"
+               "ddp_hook allreduce|fp16|bf16 STEPS [no_sync|unused]|ddp_custom_hook|ddp_partly_unused|"
+               "identical_sums|exit|exit_after KIND|stop [CALL_TIMEOUT_MS]|every_dtype|narrow_dtypes [options_api]|"
+               "shapes [all_reduce|broadcast|all_gather]|models [buckets]\n");
   return 2;
 }
