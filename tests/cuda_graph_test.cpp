@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 
 #include "codegen/cuda/graphs.h"
 #include "cuda_fake_driver.h"
@@ -300,9 +301,9 @@ std::pair<double, double> host_time_per_step(Step step, int steps) {
 }
 
 // Both workloads: the elementwise model (a step is one run) and the MLP of
-// CudaGpu.FusedLaunchesTakeLittleHostTime (GEMMs between runs). `limit`: the most that a step
-// with graphs may take, as a share of one without.
-void graphs_host_time(double limit) {
+// CudaGpu.FusedLaunchesTakeLittleHostTime (GEMMs between runs), each replayed as graphs. `limit`
+// (on a GPU): the most that a step with graphs may take, as a share of one without.
+void graphs_host_time(std::optional<double> limit) {
   const torch::Device cuda("cuda:0");
   const char* steps_env = std::getenv("KILN_HOST_TIME_STEPS");
   const int steps = steps_env ? std::atoi(steps_env) : 40;
@@ -321,7 +322,10 @@ void graphs_host_time(double limit) {
         (long long)(after.cuda_graph_launches - before.cuda_graph_launches),
         (long long)(after.cuda_graph_nodes_updated - before.cuda_graph_nodes_updated), with, without,
         on_a_gpu() ? "on the GPU" : "fake driver, kernels not run");
-    EXPECT_LT(with, without * limit);
+    EXPECT_EQ(after.cuda_graph_launches - before.cuda_graph_launches, 1);
+    if (limit) {
+      EXPECT_LT(with, without * *limit);
+    }
   }
   MlpStep step(cuda);
   for (int i = 0; i < 4; ++i) step();
@@ -336,11 +340,15 @@ void graphs_host_time(double limit) {
       (long long)(after.cuda_graph_launches - before.cuda_graph_launches),
       (long long)(after.cuda_graph_nodes_updated - before.cuda_graph_nodes_updated), with, without,
       on_a_gpu() ? "on the GPU" : "fake driver, kernels not run");
-  EXPECT_LT(with, without * limit);
+  EXPECT_GE(after.cuda_graph_launches - before.cuda_graph_launches, 1);
+  if (limit) {
+    EXPECT_LT(with, without * *limit);
+  }
 }
 
-// The fake driver's launch is a counter, so graphs save it little: they must not cost much.
-TEST_F(FakeCudaGraphs, HostTimePerStepWithAndWithoutGraphs) { graphs_host_time(1.5); }
+// The fake driver's launch is a counter, so graphs save it little; what their bookkeeping costs is
+// printed (perf/RESULTS.md), not checked: a timing on a shared CI machine is no test.
+TEST_F(FakeCudaGraphs, HostTimePerStepWithAndWithoutGraphs) { graphs_host_time(std::nullopt); }
 
 // On a GPU (scripts/gpu-check.sh), where a launch is the driver's work: graphs take less.
 TEST(CudaGpu, GraphsTakeLessHostTimePerStep) {

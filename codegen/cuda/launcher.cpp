@@ -159,7 +159,7 @@ class Launcher {
     try {
       for (size_t i = 0; i < partition.kernels.size(); ++i) {
         run(partition.kernels[i], partition.keys[i]);
-        for (ir::Node* done : partition.release[i]) done->result.reset();
+        for (ir::Node* done : partition.release[i]) release(done->result);
       }
       queue_held();
     } catch (...) {
@@ -258,7 +258,17 @@ class Launcher {
     }
     if (f.init) queue(f.init, dims);
     queue(f.main, dims);
-    uploads_.clear();  // queued before any later reuse of their blocks, on the same stream
+    release(workspace);
+    for (auto& [node, copy] : uploads_) release(copy);
+    uploads_.clear();
+  }
+
+  // Gives a block back to the caching allocator, or, while launches that may name it are held,
+  // keeps it until they are on the stream: given back now, another thread could put its own work
+  // into the block on the stream first, or the allocator free it to the driver.
+  void release(BufferPtr& block) {
+    if (!held_.empty() && block) held_blocks_.push_back(std::move(block));
+    block.reset();
   }
 
   // Launches `f` with the arguments in args_, or holds the launch back in the run that graphs.h
@@ -289,6 +299,7 @@ class Launcher {
     d_.graphs.launch(d_.stream, held_, held_args_);
     held_.clear();
     held_args_.clear();
+    held_blocks_.clear();  // their last uses are on the stream now: reuse is ordered after them
   }
 
   void launch(driver::CUfunction f, const LaunchDims& dims, std::vector<void*>& params) {
@@ -562,7 +573,8 @@ class Launcher {
   bool hold_ = false;  // launches are held back in runs (graphs.h)
   std::vector<HeldLaunch> held_;
   std::vector<uint64_t> held_args_;
-  bool unfused_ = false;  // a kernel of the flush ran on the per-op kernels
+  std::vector<BufferPtr> held_blocks_;  // released while held launches may name them
+  bool unfused_ = false;                // a kernel of the flush ran on the per-op kernels
   std::vector<Arg> args_;
   std::vector<void*> params_;                               // pointers to args_, as cuLaunchKernel takes them
   std::unordered_map<const ir::Node*, BufferPtr> uploads_;  // this kernel's uploaded reads

@@ -33,8 +33,11 @@ struct CollectiveQueue::State {
       job.run();
     } catch (const std::exception& e) {
       error = std::make_exception_ptr(Error(job.work->name + " (" + backend + ") failed: " + e.what()));
+    } catch (...) {  // never out of here: `running` would stay set and every wait hang
+      error = std::make_exception_ptr(Error(job.work->name + " (" + backend + ") failed"));
     }
     job.work->finish(error);
+    job = {};  // its captures (tensors, contexts) are freed before the mutex is taken again
     lock.lock();
     running = false;
     changed.notify_all();

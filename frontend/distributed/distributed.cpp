@@ -38,7 +38,9 @@ bool Work::isSuccess() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
-  if (before_wait) before_wait();
+  // A waiter runs the queued jobs up to its own, but not with a timeout of its own: a job it ran
+  // could outlast that timeout (it is bounded only by the collective's).
+  if (before_wait && timeout.count() <= 0) before_wait();
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout.count() > 0) {
     KILN_CHECK(done_changed_.wait_for(lock, timeout, [&] { return done_; }), name, ": wait timed out after ",

@@ -350,17 +350,22 @@ struct PartlyUsedNetImpl : nn::Module {
     fc = register_module("fc", nn::Linear(8, 4));
     spare = register_module("spare", nn::Linear(4, 4));
     never = register_module("never", nn::Linear(4, 4));
+    twin_a = register_parameter("twin_a", kiln::randn({4, 4}) * 0.3);
+    twin_b = register_parameter("twin_b", kiln::randn({4, 4}) * 0.3);
   }
   Tensor forward(const Tensor& x) {
-    const Tensor h = fc->forward(x).tanh();
+    // The twins' gradients are one tensor (add's backward hands its gradient to both inputs).
+    const Tensor h = fc->forward(x).tanh().matmul(twin_a + twin_b);
     return use_spare ? spare->forward(h) : h;
   }
   nn::Linear fc{nullptr}, spare{nullptr}, never{nullptr};
+  Tensor twin_a, twin_b;
   bool use_spare = false;
 };
 KILN_MODULE(PartlyUsedNet);
 
-// find_unused_parameters as PyTorch: rank 0 alone uses "spare", no rank uses "never". Each rank's
+// find_unused_parameters as PyTorch: rank 0 alone uses "spare", no rank uses "never"; "twin_a" and
+// "twin_b" get one gradient tensor, each in a bucket of its own, averaged once each. Each rank's
 // .grad must be the average over ranks of the local gradients (spare's: rank 0's over the world
 // size), computed here by one reference model on every rank's share, and "never" must keep an
 // undefined gradient. Two rounds without zero_grad: the second averages the accumulated .grad.
