@@ -300,9 +300,31 @@ std::pair<double, double> host_time_per_step(Step step, int steps) {
   return {best[0], best[1]};
 }
 
+// Runs `step` until its runs are graphs, counts one step's launches, times steps with graphs on
+// and off, and prints a [graphs] line. `limit` (on a GPU): the most that a step with graphs may
+// take, as a share of one without. Returns the counted step's graph launches.
+template <typename Step>
+int64_t report_graph_step(const char* what, Step step, int steps, std::optional<double> limit) {
+  for (int i = 0; i < 4; ++i) step();
+  const Stats before = stats();
+  step();
+  const Stats after = stats();
+  const auto [with, without] = host_time_per_step(step, steps);
+  std::printf(
+      "[graphs] %s, %lld kernels and GEMMs in %lld graph launches (%lld nodes updated): %.1f us of host time with "
+      "graphs, %.1f us without (%s)\n",
+      what, (long long)(after.kernel_launches - before.kernel_launches),
+      (long long)(after.cuda_graph_launches - before.cuda_graph_launches),
+      (long long)(after.cuda_graph_nodes_updated - before.cuda_graph_nodes_updated), with, without,
+      on_a_gpu() ? "on the GPU" : "fake driver, kernels not run");
+  if (limit) {
+    EXPECT_LT(with, without * *limit);
+  }
+  return int64_t(after.cuda_graph_launches - before.cuda_graph_launches);
+}
+
 // Both workloads: the elementwise model (a step is one run) and the MLP of
-// CudaGpu.FusedLaunchesTakeLittleHostTime (GEMMs between runs), each replayed as graphs. `limit`
-// (on a GPU): the most that a step with graphs may take, as a share of one without.
+// CudaGpu.FusedLaunchesTakeLittleHostTime (GEMMs between runs), each replayed as graphs.
 void graphs_host_time(std::optional<double> limit) {
   const torch::Device cuda("cuda:0");
   const char* steps_env = std::getenv("KILN_HOST_TIME_STEPS");
@@ -310,40 +332,14 @@ void graphs_host_time(std::optional<double> limit) {
   {
     const auto [x, target] = fixed_batch();
     Elementwise model(cuda, "adam");
-    for (int i = 0; i < 4; ++i) model.step(x, target);
-    const Stats before = stats();
-    model.step(x, target);
-    const Stats after = stats();
-    const auto [with, without] = host_time_per_step([&] { model.step(x, target); }, steps);
-    std::printf(
-        "[graphs] elementwise Adam step, %lld kernels in %lld graph launch (%lld nodes updated): %.1f us of "
-        "host time with graphs, %.1f us without (%s)\n",
-        (long long)(after.kernel_launches - before.kernel_launches),
-        (long long)(after.cuda_graph_launches - before.cuda_graph_launches),
-        (long long)(after.cuda_graph_nodes_updated - before.cuda_graph_nodes_updated), with, without,
-        on_a_gpu() ? "on the GPU" : "fake driver, kernels not run");
-    EXPECT_EQ(after.cuda_graph_launches - before.cuda_graph_launches, 1);
-    if (limit) {
-      EXPECT_LT(with, without * *limit);
-    }
+    EXPECT_EQ(report_graph_step(
+                  "elementwise Adam step", [&] { model.step(x, target); }, steps, limit),
+              1);
   }
   MlpStep step(cuda);
-  for (int i = 0; i < 4; ++i) step();
-  const Stats before = stats();
-  step();
-  const Stats after = stats();
-  const auto [with, without] = host_time_per_step([&] { step(); }, steps);
-  std::printf(
-      "[graphs] MLP Adam step, %lld kernels and GEMMs, %lld graph launches (%lld nodes updated): %.1f us of "
-      "host time with graphs, %.1f us without (%s)\n",
-      (long long)(after.kernel_launches - before.kernel_launches),
-      (long long)(after.cuda_graph_launches - before.cuda_graph_launches),
-      (long long)(after.cuda_graph_nodes_updated - before.cuda_graph_nodes_updated), with, without,
-      on_a_gpu() ? "on the GPU" : "fake driver, kernels not run");
-  EXPECT_GE(after.cuda_graph_launches - before.cuda_graph_launches, 1);
-  if (limit) {
-    EXPECT_LT(with, without * *limit);
-  }
+  EXPECT_GE(report_graph_step(
+                "MLP Adam step", [&] { step(); }, steps, limit),
+            1);
 }
 
 // The fake driver's launch is a counter, so graphs save it little; what their bookkeeping costs is
